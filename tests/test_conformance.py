@@ -1,0 +1,150 @@
+"""Conformance suite: every registered target obeys the Target protocol's promises.
+
+For each preset and a set of representative problems (small enough to enumerate):
+- the space is finite and non-empty, and every point maps to a loop nest that covers the
+  iteration space exactly once (costmodels.ir.coverage_errors);
+- costs are finite and non-negative, and never below the target's roofline lower bound;
+- `score_batch` agrees with `check` and `cost` point by point (feasibility and latency);
+- the best mapping validates in the executor against the numpy reference;
+- an infeasible point's violations carry a code and a message that says what to do.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from costmodels.ir import coverage_errors
+from costmodels.protocol import CostReport, SearchSpace, Target
+from costmodels.registry import get_target, target_names
+from workload.conv2d import conv2d
+from workload.einsum import einsum
+from workload.problem import Problem
+
+PRESETS = target_names()
+MAX_POINTS = 4000
+
+
+def _problems() -> dict[str, Problem]:
+    return {
+        "gemm": einsum("mk,kn->mn", {"m": 256, "k": 192, "n": 320}, dtype="bf16", weight=1),
+        "bmm": einsum("vmk,vnk->vmn", {"v": 8, "m": 64, "n": 48, "k": 96}, dtype="bf16", weight=1),
+        "conv": conv2d(batch=1, in_channels=32, out_channels=64, input_height=16, input_width=16, kernel=3, padding=1),
+        "int8": einsum("mk,kn->mn", {"m": 64, "k": 128, "n": 64}, dtype="i8", weight=1),
+    }
+
+
+PROBLEMS = _problems()
+
+
+def _points(space: SearchSpace, rng: np.random.Generator) -> list[dict[str, object]]:
+    cols = space.columns() if space.size <= MAX_POINTS else None
+    names = space.names()
+    if cols is not None:
+        n = len(next(iter(cols.values()))) if cols else 1
+        idx = np.arange(n) if n <= 400 else rng.choice(n, size=400, replace=False)
+        return [{k: _py(cols[k][i]) for k in names} for i in idx]
+    return [{p.name: _py(p.choices[rng.integers(len(p.choices))]) for p in space.params} for _ in range(400)]
+
+
+def _py(v: object) -> object:
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _supported(target: Target, problem: Problem) -> bool:
+    return not target.supports(problem)
+
+
+@pytest.fixture(scope="module", params=PRESETS)
+def target(request: pytest.FixtureRequest) -> Target:
+    return get_target(request.param)
+
+
+def test_every_family_has_presets() -> None:
+    from costmodels.presets import preset_family
+
+    families = {preset_family(p) for p in PRESETS}
+    assert families == {"rngd", "trainium", "ascend", "tenstorrent"}
+    assert {"rngd", "trn1", "trn2", "ascend-910b", "ascend-a5", "wormhole-n150", "blackhole-p150"} <= set(PRESETS)
+
+
+def test_target_satisfies_protocol(target: Target) -> None:
+    assert isinstance(target, Target)
+    assert "latency" in target.objectives
+
+
+@pytest.mark.parametrize("pname", list(PROBLEMS))
+def test_points_cover_space_and_cost_above_bound(target: Target, pname: str) -> None:
+    problem = PROBLEMS[pname]
+    if not _supported(target, problem):
+        reasons = target.supports(problem)
+        assert all(v.code and v.message for v in reasons)
+        return
+    space = target.space(problem)
+    assert space.size >= 1
+    bound = target.lower_bound(problem)
+    assert bound.cycles > 0 and math.isfinite(bound.cycles)
+    rng = np.random.default_rng(0)
+    feasible = 0
+    for point in _points(space, rng)[:120]:
+        mapping = target.mapping(problem, point)
+        assert coverage_errors(problem, mapping) == [], point
+        violations = target.check(problem, mapping)
+        if violations:
+            assert all(v.code and len(v.message) > 10 for v in violations)
+            continue
+        feasible += 1
+        report = target.cost(problem, mapping)
+        assert isinstance(report, CostReport)
+        assert math.isfinite(report.cycles) and report.cycles > 0
+        assert report.cycles >= bound.cycles * (1 - 1e-9), (point, report.cycles, bound.cycles)
+        assert report.lower_bound_cycles == pytest.approx(bound.cycles)
+        assert 0 <= report.utilization <= 1
+        assert all(v >= 0 and math.isfinite(v) for v in report.bytes.values())
+        assert all(v >= 0 and math.isfinite(v) for v in report.breakdown.values())
+    assert feasible > 0, f"no feasible point among the sampled points of {target.name} for {pname}"
+
+
+@pytest.mark.parametrize("pname", list(PROBLEMS))
+def test_score_batch_agrees_with_check_and_cost(target: Target, pname: str) -> None:
+    problem = PROBLEMS[pname]
+    if not _supported(target, problem):
+        return
+    space = target.space(problem)
+    rng = np.random.default_rng(1)
+    points = _points(space, rng)[:150]
+    cols = {name: np.asarray([p[name] for p in points], dtype=object) for name in space.names()}
+    cols = {k: (v.astype(type(v[0])) if len({type(x) for x in v}) == 1 else v) for k, v in cols.items()}
+    score = target.score_batch(problem, cols)
+    feas = np.asarray(score.feasible, dtype=bool)
+    lat = np.asarray(score.objectives["latency"], dtype=float)
+    assert feas.shape == (len(points),) and lat.shape == (len(points),)
+    for i, point in enumerate(points):
+        mapping = target.mapping(problem, point)
+        ok = not target.check(problem, mapping)
+        assert bool(feas[i]) == ok, (point, target.check(problem, mapping))
+        if ok:
+            assert lat[i] == pytest.approx(target.cost(problem, mapping).seconds, rel=1e-9)
+        else:
+            assert math.isinf(lat[i])
+
+
+def test_best_mapping_validates_in_executor(target: Target) -> None:
+    validate = pytest.importorskip("executor.validate").validate
+    problem = einsum("mk,kn->mn", {"m": 96, "k": 160, "n": 80}, dtype="bf16", weight=1)
+    if not _supported(target, problem):
+        problem = einsum("mk,kn->mn", {"m": 96, "k": 160, "n": 80}, dtype="f16", weight=1)
+    assert _supported(target, problem)
+    space = target.space(problem)
+    cols = space.columns() if space.size <= 200_000 else None
+    if cols is None:
+        pytest.skip("space too large to enumerate here")
+    score = target.score_batch(problem, cols)
+    lat = np.where(np.asarray(score.feasible, bool), np.asarray(score.objectives["latency"], float), np.inf)
+    best = int(np.argmin(lat))
+    assert math.isfinite(lat[best])
+    point = {k: _py(cols[k][best]) for k in space.names()}
+    report = validate(problem, target.mapping(problem, point), seed=0)
+    assert report.passed, report
