@@ -1,0 +1,135 @@
+"""Bounded validation cost: estimate the memory a validation needs, and shrink big problems to a proxy.
+
+A proxy keeps the mapping's structure - every level, every loop in its order, the instruction
+tile, the padding of each axis - and runs fewer outer iterations: outer loop factors of free axes
+are halved first (fewer output tiles, same reduction length and accumulation order), then outer
+reduction loops, and only as a last resort the instruction tile. Axis sizes shrink with their
+loops so that each axis keeps the same number of padding points.
+"""
+
+from __future__ import annotations
+
+import math
+
+from costmodels.ir import Level, Loop, Mapping
+from executor import numerics
+from workload import dtypes
+from workload.problem import Operand, Problem
+
+
+def _elems(shape: tuple[int, ...]) -> int:
+    return math.prod(shape)
+
+
+def estimate_bytes(problem: Problem, mapping: Mapping) -> int:
+    """Upper estimate of the peak memory of `validate` on `problem` with `mapping`.
+
+    Counts the inputs (storage format, the executor's compute copy, the reference's float64 copy
+    and its absolute-value twin), an im2col-sized float64 temporary for windowed operands in the
+    reference, the output and its comparison temporaries, the partial accumulators of spatial
+    reduction loops, and one tile step's gathered operands and contribution.
+    """
+    compute = numerics.compute_dtype(problem).itemsize
+    last = len(mapping.levels) - 1
+    red = set(problem.reduction_axes)
+    spatial = math.prod(lp.factor for lvl, lp in mapping.loops() if lvl < last and lp.spatial and lp.axis in red)
+    step_red = {
+        a: math.prod(lp.factor for lvl, lp in mapping.loops() if lp.axis == a and (lvl == last or lp.spatial))
+        for a in problem.reduction_axes
+    }
+    total = 0
+    step_points = math.prod(problem.axes[a] for a in problem.free_axes)
+    for op in problem.inputs:
+        real, padded = _elems(problem.shape(op)), _elems(problem.padded_shape(op))
+        total += int(real * (dtypes.info(op.dtype).bytes + 8) + padded * (compute + 16))
+        if not all(d.is_plain() for d in op.dims):
+            total += 8 * math.prod(problem.axes[a] for a in op.axes)
+        gathered = math.prod(step_red.get(a, problem.axes[a]) for a in op.axes)
+        total += 2 * gathered * compute
+        step_points *= math.prod(step_red[a] for a in op.axes if a in step_red)
+    out = _elems(problem.shape(problem.output))
+    total += out * 64 + out * spatial * 8 * 2
+    if problem.reduce_op != "add" and problem.is_binary:
+        total += step_points * compute * 2
+    return total
+
+
+def _shrink_size(size: int, padded: int, padded_new: int) -> int:
+    """New axis size keeping the axis's padding-point count (at least 1)."""
+    kept = size - (padded - padded_new)
+    return kept if kept >= 1 else max(1, min(size, padded_new))
+
+
+def _proxy_operand(problem: Problem, op: Operand, sizes: dict[str, int]) -> Operand:
+    if op.pad is None:
+        return op
+    pads = []
+    for d, (lo, hi) in enumerate(op.pad):
+        ext = problem.extent(op, d)
+        ext_new = sum(t.coeff * (sizes[t.axis] - 1) for t in op.dims[d].terms) + 1
+        real = ext - lo - hi
+        real_new = max(1, real - (ext - ext_new))
+        pads.append((lo, ext_new - lo - real_new))
+    return op.model_copy(update={"pad": tuple(pads)})
+
+
+def build_proxy(problem: Problem, mapping: Mapping, factors: list[int]) -> tuple[Problem, Mapping]:
+    """The problem and mapping with loop factors replaced by `factors` (nest order)."""
+    it = iter(factors)
+    levels = tuple(
+        Level(name=lvl.name, loops=tuple(Loop(**{**lp.model_dump(), "factor": next(it)}) for lp in lvl.loops))
+        for lvl in mapping.levels
+    )
+    proxy_map = mapping.model_copy(update={"levels": levels})
+    sizes = {a: _shrink_size(s, mapping.padded_size(a), proxy_map.padded_size(a)) for a, s in problem.axes.items()}
+    inputs = tuple(_proxy_operand(problem, op, sizes) for op in problem.inputs)
+    proxy = Problem(
+        axes=sizes,
+        inputs=inputs,
+        output=problem.output,
+        reduce_op=problem.reduce_op,
+        weight=problem.weight,
+        label=problem.label,
+    )
+    return proxy, proxy_map
+
+
+def shrink(problem: Problem, mapping: Mapping, cap_bytes: int) -> tuple[Problem, Mapping, list[str]]:
+    """Halve loop factors until the validation of the proxy fits in `cap_bytes` (see module docstring)."""
+    loops = mapping.loops()
+    last = len(mapping.levels) - 1
+    explicit = {lp.axis for _, lp in loops if lp.stride is not None}
+    free = set(problem.free_axes)
+    factors = [lp.factor for _, lp in loops]
+
+    def phase(i: int) -> int:
+        lvl, lp = loops[i]
+        if lvl == last:
+            return 2
+        return 0 if lp.axis in free else 1
+
+    order = [i for i, (_, lp) in enumerate(loops) if lp.axis not in explicit and lp.axis in problem.axes]
+    proxy, proxy_map = problem, mapping
+    notes: list[str] = []
+    for ph in (0, 1, 2):
+        cand = [i for i in order if phase(i) == ph]
+        while estimate_bytes(proxy, proxy_map) > cap_bytes:
+            movable = [i for i in cand if factors[i] > 1]
+            if not movable:
+                break
+            i = max(movable, key=lambda j: factors[j])
+            factors[i] = -(-factors[i] // 2)
+            proxy, proxy_map = build_proxy(problem, mapping, factors)
+        if estimate_bytes(proxy, proxy_map) <= cap_bytes:
+            break
+        if ph == 1:
+            notes.append("outer loops alone could not fit the memory cap: the instruction tile was shrunk too")
+    changed = [
+        f"{lp.axis}@{mapping.levels[lvl].name}: {lp.factor}->{factors[i]}"
+        for i, (lvl, lp) in enumerate(loops)
+        if factors[i] != lp.factor
+    ]
+    notes.append("proxy loop factors " + ", ".join(changed) if changed else "no loop could be shrunk")
+    if estimate_bytes(proxy, proxy_map) > cap_bytes:
+        notes.append("the proxy still exceeds the memory cap by the estimate")
+    return proxy, proxy_map, notes
