@@ -1,0 +1,157 @@
+"""Splitting a group of axes (the M, N, K or batch axes of a GEMM view) across mapping levels.
+
+A tile of the flattened group is built from its innermost axis outwards: axes that fit are
+taken whole, the first that does not fit is split, the rest stay outside. Each level asks for a
+number of units of the level inside it; the outermost level takes what remains (rounded up,
+so a level may pad). The factors per axis and level go straight into the `Mapping` loops, and
+the products per level are what the cost model prices, so both always agree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+
+
+@dataclass(frozen=True)
+class GroupNest:
+    """Factors of a group of axes per level, innermost level first.
+
+    Attributes:
+        axes: the group's axes, outermost first (problem order).
+        factors: per level (innermost first) the factor of each axis.
+    """
+
+    axes: tuple[str, ...]
+    factors: tuple[tuple[int, ...], ...]
+
+    def size(self, level: int) -> int:
+        """Product of the factors of one level (the level's count of inner units)."""
+        return math.prod(self.factors[level])
+
+    def factor(self, level: int, axis: str) -> int:
+        return self.factors[level][self.axes.index(axis)]
+
+    @property
+    def padded(self) -> int:
+        return math.prod(self.size(i) for i in range(len(self.factors)))
+
+
+@cache
+def nest_group(axes: tuple[tuple[str, int], ...], counts: tuple[int, ...]) -> GroupNest:
+    """Split a group of axes over ``len(counts) + 1`` levels.
+
+    Args:
+        axes: (axis, size) pairs, outermost axis first.
+        counts: the units wanted at each level, innermost first; the first is a tile size in
+            elements of the flattened group, each next one a count of the previous level's units.
+
+    Returns:
+        The factors per level; the last level holds whatever remains.
+    """
+    names = tuple(a for a, _ in axes)
+    remaining = [s for _, s in axes]
+    levels: list[tuple[int, ...]] = []
+    for want in counts:
+        q = max(1, int(want))
+        fac = [1] * len(axes)
+        for i in reversed(range(len(axes))):
+            r = remaining[i]
+            if q <= 1 or r <= 1:
+                continue
+            if r <= q:
+                fac[i] = r
+                q //= r
+            else:
+                fac[i] = q
+                q = 1
+        for i, f in enumerate(fac):
+            remaining[i] = -(-remaining[i] // f)
+        levels.append(tuple(fac))
+    levels.append(tuple(remaining))
+    return GroupNest(axes=names, factors=tuple(levels))
+
+
+@cache
+def exact_tiles(axes: tuple[tuple[str, int], ...], limit: int = 8) -> tuple[int, ...]:
+    """Tile sizes of a group whose greedy split pads nothing, largest first.
+
+    A tile is the innermost axes whole times a divisor of the next axis. Used where padding is
+    not allowed (product, max and min reductions).
+    """
+    out: set[int] = set()
+    inner = 1
+    for _, size in reversed(axes):
+        for d in range(1, size + 1):
+            if size % d == 0:
+                out.add(inner * d)
+        inner *= size
+    ordered = sorted(out, reverse=True)
+    if len(ordered) <= limit:
+        return tuple(ordered)
+    # keep the whole group, then a spread of the rest (geometric spacing)
+    picks = {ordered[0]}
+    for target in (ordered[0] / 2**i for i in range(1, 40)):
+        best = min(ordered, key=lambda t: abs(math.log(t) - math.log(max(target, 1))))
+        picks.add(best)
+        if len(picks) >= limit:
+            break
+    return tuple(sorted(picks, reverse=True))
+
+
+def capped_choices(values: Sequence[int], extent: int) -> tuple[int, ...]:
+    """The values below `extent`, plus the smallest one that covers it (never empty)."""
+    vals = sorted(set(values))
+    out = [v for v in vals if v < extent]
+    cover = [v for v in vals if v >= extent]
+    if cover:
+        out.append(cover[0])
+    return tuple(out) if out else (vals[-1],)
+
+
+def round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def grid_sizes(cores: int) -> tuple[int, ...]:
+    """Core counts offered along one grid dimension: divisors of the core count and powers of 2."""
+    sizes = {d for d in range(1, cores + 1) if cores % d == 0}
+    sizes |= {2**i for i in range(0, 16) if 2**i <= cores}
+    return tuple(sorted(sizes))
+
+
+def core_grids(cores: int, max_b: int, max_m: int, max_n: int) -> tuple[str, ...]:
+    """Pareto-maximal ``BxMxN`` core grids (no other grid is at least as large on every side).
+
+    Args:
+        cores: cores available.
+        max_b, max_m, max_n: the most cores each of batch, M and N can use.
+    """
+    sizes = grid_sizes(cores)
+    cand = [
+        (b, m, n)
+        for b in sizes
+        if b <= max(1, max_b)
+        for m in sizes
+        if m <= max(1, max_m)
+        for n in sizes
+        if n <= max(1, max_n) and b * m * n <= cores
+    ]
+    keep = [c for c in cand if not any(o != c and o[0] >= c[0] and o[1] >= c[1] and o[2] >= c[2] for o in cand)]
+    keep.sort(key=lambda c: (-(c[0] * c[1] * c[2]), c))
+    return tuple(f"{b}x{m}x{n}" for b, m, n in keep)
+
+
+def parse_grid(grid: str) -> tuple[int, int, int]:
+    """``"1x4x6"`` -> (1, 4, 6).
+
+    Raises:
+        ValueError: not three positive integers.
+    """
+    parts = str(grid).split("x")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise ValueError(f"core grid {grid!r} is not BxMxN (e.g. 1x4x6)")
+    b, m, n = (int(p) for p in parts)
+    return b, m, n
