@@ -1,0 +1,107 @@
+"""Turn what a strategy found into a `TuneResult`: price, bound, render and validate the best mapping."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from costmodels.protocol import Choice, Target
+from mapper.result import ParetoPoint, TrialCounts, TuneResult
+from mapper.settings import SearchSettings, StopReason
+from workload.problem import Problem
+
+
+@dataclass
+class Found:
+    """What a strategy found, before it is priced and validated."""
+
+    strategy: str
+    point: dict[str, Choice] | None
+    values: tuple[float, ...] | None
+    proven_optimal: bool
+    stop_reason: StopReason
+    trace: list[float | None]
+    counts: TrialCounts
+    front: list[tuple[dict[str, Choice], tuple[float, ...]]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def validation_of(problem: Problem, mapping: Any, seed: int) -> tuple[dict[str, Any] | None, bool | None, str]:
+    """Run the executor on the best mapping: (report as JSON data, passed, note)."""
+    try:
+        from executor.validate import validate
+    except ImportError:
+        return None, None, "executor not available: mapping not validated"
+    try:
+        report = validate(problem, mapping, seed=seed)
+    except Exception as e:  # the executor's failure must not lose the search result
+        return None, False, f"validation raised {type(e).__name__}: {e}"
+    return report.model_dump(mode="json"), bool(report.passed), ""
+
+
+def package_result(
+    problem: Problem,
+    target: Target,
+    settings: SearchSettings,
+    found: Found,
+    *,
+    key: str,
+    problem_hash: str,
+    version: str,
+    overrides: dict[str, Any],
+    seconds: float,
+    validate: bool,
+    pareto: list[ParetoPoint],
+) -> TuneResult:
+    """Price the best point with `Target.cost`, compare it with the roofline bound, and validate it."""
+    notes = list(found.notes)
+    bound = target.lower_bound(problem)
+    mapping = cost = None
+    values: dict[str, float] = {}
+    gap: float | None = None
+    render = ""
+    validation: dict[str, Any] | None = None
+    passed: bool | None = None
+    if found.point is not None:
+        mapping = target.mapping(problem, found.point)
+        errs = target.check(problem, mapping)
+        if errs:  # score_batch and check disagree: a model bug the conformance suite should catch
+            notes.append("the scorer accepted a mapping check() rejects: " + "; ".join(v.message for v in errs))
+        cost = target.cost(problem, mapping)
+        values = {o: float(cost.objective(o)) for o in settings.objectives}
+        gap = cost.gap
+        render = target.render(problem, mapping)
+        if validate:
+            validation, passed, note = validation_of(problem, mapping, settings.seed)
+            if note:
+                notes.append(note)
+    else:
+        notes.append("no feasible mapping found: see counts.top_violations for what ruled them out")
+    return TuneResult(
+        key=key,
+        problem_hash=problem_hash,
+        problem=problem.summary(),
+        target=target.name,
+        family=target.family,
+        overrides=overrides,
+        cost_model_version=version,
+        settings=settings,
+        strategy=found.strategy,
+        objectives=settings.objectives,
+        point=found.point,
+        mapping=mapping,
+        cost=cost,
+        values=values,
+        lower_bound=bound,
+        gap=gap,
+        proven_optimal=found.proven_optimal and found.point is not None,
+        stop_reason=found.stop_reason,
+        trace=found.trace,
+        counts=found.counts,
+        pareto=pareto,
+        validation=validation,
+        validation_passed=passed,
+        render=render,
+        seconds=seconds,
+        notes=notes,
+    )

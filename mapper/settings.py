@@ -1,0 +1,69 @@
+"""The settings of one search request: strategy, objectives, budget and seed.
+
+Every field takes part in the cache key (see `mapper.cache`): change any of them and the
+mapper searches again. The defaults are the "default budget" the benchmark measures.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from costmodels.protocol import OBJECTIVES
+
+Strategy = Literal["auto", "tpe", "random", "cmaes", "nsga2", "exhaustive"]
+STRATEGIES: tuple[str, ...] = ("auto", "tpe", "random", "cmaes", "nsga2", "exhaustive")
+
+StopReason = Literal[
+    "enumerated",  # the whole space was scored: the answer is optimal
+    "space-exhausted",  # every structural choice was tried (each with its sub-space enumerated)
+    "lower-bound",  # a mapping reached the roofline bound: nothing can be faster
+    "trials",  # the trial budget ran out
+    "seconds",  # the time budget ran out
+]
+
+
+class SearchSettings(BaseModel):
+    """How to search: all fields are part of the result's cache key."""
+
+    model_config = ConfigDict(frozen=True)
+    strategy: Strategy = "auto"
+    objectives: tuple[str, ...] = ("latency",)
+    max_trials: int = Field(default=200, ge=1, le=1_000_000, description="Optuna trials at most")
+    max_seconds: float = Field(default=20.0, gt=0, le=86_400, description="wall-clock budget of the search")
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)
+    warm_start: bool = Field(default=True, description="enqueue the target's rule-of-thumb points first")
+    inner_points: int = Field(
+        default=4096,
+        ge=0,
+        le=1 << 22,
+        description="points of a sub-space scored with numpy per trial (0: one point per trial)",
+    )
+    enumerate_limit: int = Field(
+        default=4_000_000,
+        ge=0,
+        description="under strategy auto, spaces up to this many points are enumerated exactly",
+    )
+    enumerate_seconds: float = Field(
+        default=1.0,
+        ge=0,
+        description="under strategy auto, enumerate only if the measured scoring rate says it takes this long at most",
+    )
+    chunk: int = Field(default=1 << 18, ge=1, description="points scored per numpy batch when enumerating")
+
+    @field_validator("objectives")
+    @classmethod
+    def _known_objectives(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if not v:
+            raise ValueError("give at least one objective")
+        for name in v:
+            if name not in OBJECTIVES:
+                raise ValueError(f"unknown objective {name!r}: use one of {', '.join(OBJECTIVES)}")
+        if len(set(v)) != len(v):
+            raise ValueError("an objective is listed twice")
+        return v
+
+    @property
+    def multi_objective(self) -> bool:
+        return len(self.objectives) > 1

@@ -1,0 +1,164 @@
+"""Tune every layer of a workload in one call, layers spread over worker processes.
+
+Identical layers (same content hash) are searched once. Results are looked up in and stored to
+the cache by this (parent) process only, so workers never write to a shared storage; a layer
+already in the cache costs a lookup. Workers run `mapper.search.tune` and send back JSON.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+from optuna.storages import BaseStorage
+from pydantic import BaseModel, ConfigDict, Field
+
+from mapper.cache import ResultCache, TargetFactory, resolve_factory
+from mapper.keys import cache_key, cost_model_version, problem_hash
+from mapper.result import TuneResult
+from mapper.search import tune
+from mapper.settings import SearchSettings
+from workload.problem import Problem
+
+
+class LayerSummary(BaseModel):
+    """One layer of the workload and how its search went."""
+
+    model_config = ConfigDict(frozen=True)
+    index: int
+    label: str
+    problem_hash: str
+    key: str
+    feasible: bool
+    value: float | None = Field(description="first objective of the best mapping")
+    gap: float | None
+    proven_optimal: bool
+    stop_reason: str
+    seconds: float
+    cached: bool
+    duplicate_of: int | None = Field(default=None, description="index of the identical layer searched instead")
+
+
+class WorkloadResult(BaseModel):
+    """Per-layer summaries, the distinct results, and totals."""
+
+    model_config = ConfigDict(frozen=True)
+    workload: str
+    target: str
+    objective: str
+    layers: list[LayerSummary]
+    results: dict[str, TuneResult] = Field(description="problem hash -> result (each distinct layer once)")
+    total_value: float | None = Field(
+        description="sum of the first objective over every layer (None if any infeasible)"
+    )
+    distinct: int
+    searched: int = Field(description="distinct layers searched (not served from the cache)")
+    proven_optimal: int
+    seconds: float = Field(description="wall time of the whole call")
+
+
+def _tune_json(
+    problem: Problem,
+    preset: str,
+    overrides: dict[str, Any],
+    settings: SearchSettings,
+    validate: bool,
+    factory: TargetFactory,
+) -> str:
+    """Worker entry point: search one layer, return the result as JSON."""
+    target = factory(preset, overrides)
+    return tune(problem, target, settings, overrides=overrides, validate=validate).model_dump_json()
+
+
+def tune_layers(
+    problems: list[Problem],
+    preset: str,
+    settings: SearchSettings | None = None,
+    *,
+    name: str = "workload",
+    overrides: dict[str, Any] | None = None,
+    storage: str | BaseStorage | None = None,
+    workers: int = 2,
+    validate: bool = True,
+    factory: TargetFactory | None = None,
+) -> WorkloadResult:
+    """Tune a list of layers (see the module docstring)."""
+    t0 = time.perf_counter()
+    settings = settings or SearchSettings()
+    overrides = dict(overrides or {})
+    factory = resolve_factory(factory)
+    target = factory(preset, overrides)
+    version = cost_model_version(target)
+    cache_ = ResultCache(storage)
+    hashes = [problem_hash(p) for p in problems]
+    first: dict[str, int] = {}
+    for i, h in enumerate(hashes):
+        first.setdefault(h, i)
+    results: dict[str, TuneResult] = {}
+    todo: list[tuple[str, Problem]] = []
+    for h, i in first.items():
+        hit = cache_.get(cache_key(problems[i], target.name, overrides, version, settings))
+        if hit is not None:
+            results[h] = hit.model_copy(update={"cached": True})
+        else:
+            todo.append((h, problems[i]))
+    if len(todo) > 1 and workers > 1:
+        with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
+            futures = [(h, pool.submit(_tune_json, p, preset, overrides, settings, validate, factory)) for h, p in todo]
+            fresh = [(h, TuneResult.model_validate_json(f.result())) for h, f in futures]
+    else:
+        fresh = [(h, tune(p, target, settings, overrides=overrides, validate=validate)) for h, p in todo]
+    for h, r in fresh:
+        cache_.put(r)
+        results[h] = r
+    layers = []
+    for i, (p, h) in enumerate(zip(problems, hashes, strict=True)):
+        r = results[h]
+        layers.append(
+            LayerSummary(
+                index=i,
+                label=p.label or f"layer {i}",
+                problem_hash=h,
+                key=r.key,
+                feasible=r.feasible,
+                value=r.best_value(),
+                gap=r.gap,
+                proven_optimal=r.proven_optimal,
+                stop_reason=r.stop_reason,
+                seconds=r.seconds if first[h] == i else 0.0,
+                cached=r.cached,
+                duplicate_of=None if first[h] == i else first[h],
+            )
+        )
+    values = [lay.value for lay in layers]
+    return WorkloadResult(
+        workload=name,
+        target=target.name,
+        objective=settings.objectives[0],
+        layers=layers,
+        results=results,
+        total_value=None if any(v is None for v in values) else sum(v for v in values if v is not None),
+        distinct=len(first),
+        searched=len(todo),
+        proven_optimal=sum(1 for r in results.values() if r.proven_optimal),
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def tune_workload(
+    name: str,
+    preset: str,
+    settings: SearchSettings | None = None,
+    *,
+    params: dict[str, Any] | None = None,
+    **kwargs: Any,
+) -> WorkloadResult:
+    """Tune every layer of a named workload (`workload.named`), e.g. ``"resnet50"``.
+
+    Raises:
+        ProblemError: unknown workload or target.
+    """
+    from workload.named import load
+
+    return tune_layers(load(name, **(params or {})), preset, settings, name=name, **kwargs)
