@@ -1,0 +1,179 @@
+"""Tenstorrent Tensix targets (presets ``wormhole-n150``, ``blackhole-p150``).
+
+A conv2d runs as ttnn runs it (tenstorrent-conv2d.md, hardware-facts.md §4.2): the output sticks
+``N*Ho*Wo`` are sharded over the core grid (height, block or width sharding), a halo op gives each
+core the padded input sticks its windows read (`costmodels.halo`), and each core multiplies an
+im2col activation block by its weights in 32x32 tiles at the chosen math fidelity. 1x1/stride-1
+convs and other binary einsums are the matmul special case (no halo, no im2col). Unary
+reductions are rejected.
+
+Math fidelity changes numerics (LoFi multiplies only the top mantissa bits of bf16); the default
+and warm starts use HiFi4 as ttnn does, and every cost report names the fidelity it priced.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from costmodels.ir import Mapping
+from costmodels.presets import load_preset
+from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, SearchSpace, Violation
+from costmodels.tt_check import violations
+from costmodels.tt_eval import PARAMS, Evaluation, evaluate, resolve
+from costmodels.tt_hardware import TensixHardware
+from costmodels.tt_shape import TTShape, tt_shape
+from costmodels.tt_space import build_mapping, build_space, point_of, warm_starts
+from workload.problem import Problem
+
+SUPPORTED_DTYPES = ("bf16", "f32")  # ttnn conv2d dtype / weights_dtype (tenstorrent-conv2d.md, Conv2dConfig)
+
+
+class TenstorrentTarget:
+    """One Tenstorrent preset behind the `Target` protocol."""
+
+    family = "tenstorrent"
+    objectives: tuple[str, ...] = ("latency", "offchip_bytes", "footprint")
+
+    def __init__(self, name: str, hardware: TensixHardware) -> None:
+        self.name = name
+        self.hardware = hardware
+
+    def _shape(self, problem: Problem) -> TTShape:
+        """The problem's GEMM view, memoised per problem object (a few recent ones)."""
+        cache: list[tuple[Problem, TTShape]] = self.__dict__.setdefault("_recent", [])
+        for prob, shape in cache:
+            if prob is problem:
+                return shape
+        shape = tt_shape(problem, self.hardware.tile)
+        cache.insert(0, (problem, shape))
+        del cache[8:]
+        return shape
+
+    # ---- protocol ------------------------------------------------------------------------------
+    def supports(self, problem: Problem) -> list[Violation]:
+        out: list[Violation] = []
+        if not problem.is_binary:
+            out.append(
+                Violation(
+                    code="unary",
+                    message="the Tensix matrix unit multiplies two operands; a unary reduction is not modelled "
+                    "on this target: run it on another target",
+                )
+            )
+            return out
+        if problem.reduce_op != "add":
+            out.append(
+                Violation(
+                    code="reduce-op",
+                    message=f"reduce op {problem.reduce_op} is not a matmul: the Tensix FPU only multiplies and adds",
+                )
+            )
+        for o in problem.inputs:
+            if o.dtype not in SUPPORTED_DTYPES:
+                out.append(
+                    Violation(
+                        code="dtype",
+                        message=f"operand {o.name} is {o.dtype}; this model supports {', '.join(SUPPORTED_DTYPES)} "
+                        "inputs (ttnn conv2d dtypes): convert it to bf16",
+                    )
+                )
+        return out
+
+    def space(self, problem: Problem) -> SearchSpace:
+        return build_space(self._shape(problem), self.hardware)
+
+    def mapping(self, problem: Problem, point: dict[str, Choice]) -> Mapping:
+        return build_mapping(problem, self._shape(problem), self.hardware, self.name, point)
+
+    def _eval(self, problem: Problem, point: dict[str, Choice]) -> Evaluation:
+        cols = {k: np.array([point[k]], dtype=object if isinstance(point[k], str) else None) for k in PARAMS}
+        return evaluate(self._shape(problem), self.hardware, cols)
+
+    def check(self, problem: Problem, mapping: Mapping) -> list[Violation]:
+        out = self.supports(problem)
+        if out:
+            return out
+        point = point_of(mapping)
+        return violations(self._shape(problem), self.hardware, point, self._eval(problem, point))
+
+    def lower_bound(self, problem: Problem) -> LowerBound:
+        hw = self.hardware
+        # every core at LoFi (the fastest fidelity: 16 cycles per 32^3 tile product = 2048 MAC/cycle),
+        # so the bound holds for any fidelity a mapping picks (hardware-facts.md §4.1, FPU matmul row)
+        compute = problem.macs / (hw.cores * hw.peak_macs_per_cycle_core)
+        memory = problem.min_bytes / hw.dram_bytes_per_cycle
+        return LowerBound(
+            cycles=max(compute, memory),
+            compute_cycles=compute,
+            memory_cycles=memory,
+            reason=f"{hw.cores} cores x {hw.peak_macs_per_cycle_core:.0f} MAC/cycle at LoFi; "
+            f"{hw.dram_gb_per_s:g} GB/s DRAM for the minimum bytes",
+        )
+
+    def cost(self, problem: Problem, mapping: Mapping) -> CostReport:
+        point = point_of(mapping)
+        a = {k: float(v[0]) for k, v in self._eval(problem, point).a.items()}
+        hw = self.hardware
+        lb = self.lower_bound(problem)
+        stages = {
+            "compute": a["t_comp"],
+            "dram": a["t_dram"],
+            "noc": a["t_reader"] + a["t_act"] + a["t_w"],
+            "halo": a["t_halo"],
+        }
+        cycles = a["cycles"]
+        util = problem.macs / (hw.cores * hw.peak_macs_per_cycle_core * cycles) if cycles > 0 else 0.0
+        fid = point["math_fidelity"]
+        notes = [f"math fidelity {fid}" + ("" if fid == "HiFi4" else " (fewer mantissa bits than the HiFi4 default)")]
+        notes.append(f"layout {point['layout']}: {int(a['cores'])} cores, {int(a['pm_t'])}x{int(a['pn_t'])} tiles each")
+        return CostReport(
+            cycles=cycles,
+            clock_hz=hw.clock_hz,
+            bound=max(stages, key=lambda k: stages[k]),
+            utilization=min(1.0, util),
+            bytes={"dram": a["dram_bytes"], "noc": a["noc_w_bytes"] + a["noc_act_bytes"], "l1": a["l1_bytes"],
+                   "halo": a["halo_bytes"], "noc_weights": a["noc_w_bytes"], "noc_activations": a["noc_act_bytes"]},
+            breakdown={**stages, "reader": a["t_reader"], "act_broadcast": a["t_act"], "weights": a["t_w"]},
+            lower_bound_cycles=lb.cycles,
+            offchip_bytes=a["dram_bytes"],
+            footprint_bytes=a["footprint"],
+            notes=tuple(notes),
+        )  # fmt: skip
+
+    def score_batch(self, problem: Problem, columns: dict[str, np.ndarray]) -> BatchScore:
+        n = len(next(iter(columns.values())))
+        if self.supports(problem):
+            inf = np.full(n, np.inf)
+            return BatchScore(feasible=np.zeros(n, bool), objectives={o: inf for o in self.objectives})
+        shape = self._shape(problem)
+        ev = evaluate(shape, self.hardware, resolve(shape, self.hardware, columns))
+        feas = ev.feasible
+        lat = ev.a["cycles"] / self.hardware.clock_hz
+        return BatchScore(
+            feasible=feas,
+            objectives={
+                "latency": np.where(feas, lat, np.inf),
+                "offchip_bytes": np.where(feas, ev.a["dram_bytes"], np.inf),
+                "footprint": np.where(feas, ev.a["footprint"], np.inf),
+            },
+        )
+
+    def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
+        if self.supports(problem):
+            return []
+        return warm_starts(self._shape(problem), self.hardware, self.space(problem))
+
+    def render(self, problem: Problem, mapping: Mapping) -> str:
+        p = point_of(mapping)
+        lines = [f"{self.name}: " + ", ".join(f"{k}={p[k]}" for k in PARAMS)]
+        for lvl in mapping.levels:
+            loops = " ".join(f"{lp.axis}{'*' if lp.spatial else ''}={lp.factor}" for lp in lvl.loops)
+            lines.append(f"  {lvl.name:9s} {loops}")
+        return "\n".join(lines)
+
+
+def make_target(preset: str, overrides: dict[str, Any]) -> TenstorrentTarget:
+    """Build a Tenstorrent target from its preset file plus per-request overrides."""
+    return TenstorrentTarget(preset, load_preset(preset, TensixHardware, overrides))

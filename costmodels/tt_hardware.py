@@ -1,0 +1,76 @@
+"""The Tenstorrent Tensix hardware model (validated from costmodels/presets/<preset>.yaml).
+
+Every field's source is recorded in the preset's ``sources:`` mapping; the numbers come from
+hardware-facts.md §4.1 and tenstorrent-conv2d.md.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Fidelity = Literal["LoFi", "HiFi2", "HiFi3", "HiFi4"]
+FIDELITIES: tuple[str, ...] = ("LoFi", "HiFi2", "HiFi3", "HiFi4")
+
+
+class TensixHardware(BaseModel):
+    """One Tenstorrent chip as the cost model sees it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    grid_x: int = Field(ge=1, le=64, description="compute grid columns")
+    grid_y: int = Field(ge=1, le=64, description="compute grid rows")
+    l1_kib: int = Field(ge=64, description="L1 SRAM per Tensix core, KiB")
+    l1_reserved_kib: int = Field(ge=0, description="L1 kept for firmware, kernels and config tensors, KiB")
+    tile: int = Field(ge=1, description="tile height and width (32)")
+    tile_cycles: dict[Fidelity, int] = Field(description="cycles per 32x32x32 tile product at each math fidelity")
+    dst_tiles: int = Field(ge=1, description="output tiles in the destination register (bf16, half sync)")
+    dst_tiles_fp32: int = Field(ge=1, description="output tiles in the destination register with fp32 accumulation")
+    noc_link_bytes_per_cycle: float = Field(gt=0, description="NoC link bandwidth per NoC")
+    noc_hop_cycles: int = Field(ge=0, description="router latency per hop")
+    l1_port_bytes_per_cycle: float = Field(gt=0, description="NoC <-> L1 read bandwidth per NoC")
+    dram_gb_per_s: float = Field(gt=0, description="aggregate DRAM bandwidth, GB/s")
+    clock_ghz: float = Field(gt=0, description="AICLK")
+    subblock_overhead_cycles: int = Field(ge=0, description="pack/unpack overhead per output sub-block and K block")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> TensixHardware:
+        missing = [f for f in FIDELITIES if f not in self.tile_cycles]
+        if missing:
+            raise ValueError(f"tile_cycles lacks {', '.join(missing)}")
+        cyc = [self.tile_cycles[f] for f in FIDELITIES]  # type: ignore[index]
+        if any(c < 1 for c in cyc) or cyc != sorted(cyc):
+            raise ValueError("tile_cycles must be positive and not decrease from LoFi to HiFi4")
+        if self.dst_tiles_fp32 > self.dst_tiles:
+            raise ValueError("dst_tiles_fp32 cannot exceed dst_tiles (fp32 entries are twice as wide)")
+        if self.l1_reserved_kib >= self.l1_kib:
+            raise ValueError("l1_reserved_kib must leave some L1 free")
+        return self
+
+    @property
+    def cores(self) -> int:
+        return self.grid_x * self.grid_y
+
+    @property
+    def l1_free_bytes(self) -> int:
+        return (self.l1_kib - self.l1_reserved_kib) * 1024
+
+    @property
+    def clock_hz(self) -> float:
+        return self.clock_ghz * 1e9
+
+    @property
+    def dram_bytes_per_cycle(self) -> float:
+        return self.dram_gb_per_s / self.clock_ghz
+
+    @property
+    def tile_macs(self) -> int:
+        return self.tile**3
+
+    @property
+    def peak_macs_per_cycle_core(self) -> float:
+        """MACs per cycle per core at the fastest fidelity (LoFi)."""
+        return self.tile_macs / min(self.tile_cycles.values())
+
+    def dst_limit(self, fp32_acc: bool) -> int:
+        return self.dst_tiles_fp32 if fp32_acc else self.dst_tiles

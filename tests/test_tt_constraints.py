@@ -1,0 +1,149 @@
+"""Every Tensix constraint trips with a reason, and small spaces map to exact-once loop nests.
+
+Sources: tenstorrent-conv2d.md (L1 inequality, bHo mod 32, sub-blocks of at most 8 tiles,
+Conv2dConfig knobs) and hardware-facts.md §4.1/§4.2 (Dst register: 4 tiles with fp32
+accumulation; ttnn sub-block rule; halo buffer size).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from costmodels.ir import Mapping, coverage_errors
+from costmodels.registry import get_target
+from workload.conv2d import conv2d
+from workload.einsum import einsum
+from workload.problem import Problem
+
+T = get_target("wormhole-n150")
+CONV = conv2d(batch=1, in_channels=64, out_channels=64, input_height=16, input_width=16, kernel=3, padding=1)
+BASE: dict[str, Any] = {
+    "layout": "height/8",
+    "act_block_h_rank": 0,
+    "act_block_w_div": 1,
+    "subblock_rank": 0,
+    "act_double_buffer": False,
+    "weights_double_buffer": False,
+    "split_reader": False,
+    "math_fidelity": "HiFi4",
+    "fp32_acc": False,
+}
+
+
+def knobbed(problem: Problem, **knobs: Any) -> Mapping:
+    m = T.mapping(problem, BASE)
+    return m.model_copy(update={"knobs": {**m.knobs, **knobs}})
+
+
+def codes(problem: Problem, m: Mapping) -> set[str]:
+    vs = T.check(problem, m)
+    assert all(len(v.message) > 20 for v in vs)
+    return {v.code for v in vs}
+
+
+def test_base_point_is_feasible() -> None:
+    assert T.check(CONV, T.mapping(CONV, BASE)) == []
+
+
+@pytest.mark.parametrize("layout", ["height/100", "block/9x8", "diagonal/4", "height/x"])
+def test_layout_outside_grid(layout: str) -> None:
+    assert "layout" in codes(CONV, knobbed(CONV, layout=layout))
+
+
+def test_channel_split_must_divide_channels() -> None:
+    assert "channel-split" in codes(CONV, knobbed(CONV, layout="block/2x3"))
+
+
+@pytest.mark.parametrize("rows", [48, 64])  # 48: not a multiple of 32; 64: does not divide 1 tile per core
+def test_act_block_h_multiple_of_32_dividing_height(rows: int) -> None:
+    # tenstorrent-conv2d.md: bHo mod 32 = 0; hardware-facts.md §4.2 step 5: an override must divide
+    vs = T.check(CONV, knobbed(CONV, act_block_h=rows))
+    hit = [v for v in vs if v.code == "act-block-h"]
+    assert hit and "multiple of 32" in hit[0].message
+
+
+def test_act_block_w_div_must_divide_width_block() -> None:
+    # width/2: 32 channels per core, K per core = ceil(32*9/32) = 9 tiles; 4 does not divide 9
+    m = knobbed(CONV, layout="width/2", act_block_w_div=4, out_subblock="1x1")
+    assert "act-block-w-div" in codes(CONV, m)
+    # ignored for height sharding (tenstorrent-conv2d.md, Conv2dConfig: act_block_w_div)
+    assert T.check(CONV, knobbed(CONV, act_block_w_div=4)) == []
+
+
+def test_unknown_fidelity() -> None:
+    assert "math-fidelity" in codes(CONV, knobbed(CONV, math_fidelity="MedFi"))
+
+
+def test_dst_register_limit_8_tiles_and_4_with_fp32() -> None:
+    # hardware-facts.md §4.1 Dst register: 8 tiles bf16, 4 with fp32 accumulation
+    p = einsum("mk,kn->mn", {"m": 256, "k": 64, "n": 256}, dtype="bf16", weight=1)
+    ok = knobbed(p, layout="height/1", act_block_h=256, out_subblock="1x8")
+    assert T.check(p, ok) == []
+    assert "dst-capacity" in codes(p, knobbed(p, layout="height/1", act_block_h=256, out_subblock="1x8", fp32_acc=True))
+    assert "dst-capacity" in codes(p, knobbed(p, layout="height/1", act_block_h=256, out_subblock="3x8"))
+
+
+def test_subblock_must_divide_and_span_width() -> None:
+    p = einsum("mk,kn->mn", {"m": 256, "k": 64, "n": 256}, dtype="bf16", weight=1)
+    assert "subblock-divides" in codes(p, knobbed(p, layout="height/1", act_block_h=256, out_subblock="1x3"))
+    # hardware-facts.md §4.2 step 2: h = 1 unless w = block width (8 tiles here)
+    assert "subblock-shape" in codes(p, knobbed(p, layout="height/1", act_block_h=256, out_subblock="2x2"))
+
+
+def test_l1_paper_inequality() -> None:
+    # 1x1 conv 512 -> 2048 height sharded: [32*2048 + 512*(32 + 2048)]*2 B = 2.2 MB > free L1
+    p = conv2d(batch=1, in_channels=512, out_channels=2048, input_height=14, input_width=14, kernel=1)
+    vs = T.check(p, knobbed(p, layout="height/7", act_block_h=32, out_subblock="1x8"))
+    assert "l1-paper" in {v.code for v in vs}
+
+
+def test_l1_capacity_counts_the_halo_buffer() -> None:
+    p = conv2d(batch=1, in_channels=64, out_channels=32, input_height=160, input_width=160, kernel=3, padding=1)
+    vs = T.check(p, knobbed(p, layout="height/1", act_block_h=32, out_subblock="1x1"))
+    cap = [v for v in vs if v.code == "l1-capacity"]
+    assert cap and "halo buffer" in cap[0].message
+    # the same conv over 64 cores fits
+    assert T.check(p, T.mapping(p, {**BASE, "layout": "height/64", "act_block_h_rank": 3})) == []
+
+
+def test_unsupported_problems() -> None:
+    unary = einsum("ij->i", {"i": 8, "j": 8}, dtype="bf16")
+    assert [v.code for v in T.supports(unary)] == ["unary"]
+    i8 = einsum("mk,kn->mn", {"m": 32, "k": 32, "n": 32}, dtype="i8", weight=1)
+    assert "dtype" in {v.code for v in T.supports(i8)}
+    mx = einsum("mk,kn->mn", {"m": 32, "k": 32, "n": 32}, dtype="bf16", weight=1, reduce_op="max")
+    assert "reduce-op" in {v.code for v in T.supports(mx)}
+    assert not T.score_batch(unary, {"layout": np.array(["height/1"])}).feasible.any()
+
+
+SMALL = {
+    "conv": conv2d(batch=1, in_channels=32, out_channels=32, input_height=8, input_width=8, kernel=3, padding=1),
+    "conv-s2": conv2d(batch=2, in_channels=16, out_channels=16, input_height=7, input_width=5, kernel=3, stride=2),
+    "bmm": einsum("vmk,vnk->vmn", {"v": 2, "m": 40, "n": 30, "k": 70}, dtype="bf16", weight=1),
+}
+
+
+@pytest.mark.parametrize("name", list(SMALL))
+def test_every_point_of_small_spaces_covers_once_and_agrees(name: str) -> None:
+    p = SMALL[name]
+    space = T.space(p)
+    assert space.size <= 1600
+    cols = space.columns()
+    score = T.score_batch(p, cols)
+    lb = T.lower_bound(p).cycles
+    seen = {}
+    for i in range(space.size):
+        point = {k: (v[i].item() if isinstance(v[i], np.generic) else v[i]) for k, v in cols.items()}
+        m = T.mapping(p, point)
+        key = tuple(sorted(m.knobs.items()))
+        if key not in seen:  # identical knobs give identical loop nests
+            assert coverage_errors(p, m) == []
+            seen[key] = T.check(p, m) == []
+        assert bool(score.feasible[i]) == seen[key]
+        if seen[key] and i % 7 == 0:
+            rep = T.cost(p, m)
+            assert rep.seconds == pytest.approx(score.objectives["latency"][i], rel=1e-9)
+            assert rep.cycles >= lb
