@@ -20,21 +20,27 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from workload import dtypes
 from workload.errors import ProblemError
-from workload.problem import MAX_AXIS_SIZE, IndexExpr, Operand, Problem
+from workload.problem import MAX_AXIS_SIZE, MAX_COEFF, IndexExpr, Operand, Problem
 
 CONV_AXES = ("n", "oh", "ow", "fh", "fw", "g", "ci", "co")
 
 
 def _pair(v: int | tuple[int, int] | list[int], name: str) -> tuple[int, int]:
     if isinstance(v, bool):
-        raise ProblemError(f"{name} must be an integer or a pair", token=name)
+        raise ProblemError(f"{name} must be an integer or a pair", token=name, hint="e.g. 3 or [3, 3]")
     if isinstance(v, int):
         return (v, v)
     if isinstance(v, list | tuple) and len(v) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
         return (int(v[0]), int(v[1]))
-    raise ProblemError(
-        f"{name} must be an integer or a pair of integers", token=f"{name}={v!r}", hint="e.g. 3 or [3, 3]"
-    )
+    raise ProblemError(f"{name}={v!r} must be an integer or a pair of integers", token=name, hint="e.g. 3 or [3, 3]")
+
+
+def _dtype(value: object, field: str) -> str:
+    """The canonical dtype of a conv2d dtype parameter, or a ProblemError naming the parameter."""
+    try:
+        return dtypes.canonical_dtype(value)  # type: ignore[arg-type]  # any value: unknown ones raise
+    except ValueError as e:
+        raise ProblemError(f"unknown {field} {value!r}", token=field, hint=str(e)) from None
 
 
 class Conv2dParams(BaseModel):
@@ -105,12 +111,31 @@ def conv2d(
         if v < 1:
             raise ProblemError(f"{key}={v} is not positive", token=key, hint=f"{key} must be >= 1")
         if v > MAX_AXIS_SIZE:
-            raise ProblemError(f"{key}={v} exceeds the limit of {MAX_AXIS_SIZE}", token=key)
-    for name, (a, b) in (("kernel", (kh, kw)), ("stride", (sh, sw)), ("dilation", (dh, dw))):
+            raise ProblemError(
+                f"{key}={v} exceeds the limit of {MAX_AXIS_SIZE}",
+                token=key,
+                hint=f"split the problem so that {key} is at most {MAX_AXIS_SIZE}",
+            )
+    if not isinstance(label, str):
+        raise ProblemError("label must be a string", token="label", hint='e.g. "resnet50 conv1"')
+    limits = (("kernel", (kh, kw), MAX_AXIS_SIZE), ("stride", (sh, sw), MAX_COEFF), ("dilation", (dh, dw), MAX_COEFF))
+    for name, (a, b), limit in limits:
         if a < 1 or b < 1:
-            raise ProblemError(f"{name} ({a}, {b}) must be >= 1", token=name, hint=f"{name} of 0 is meaningless")
+            raise ProblemError(
+                f"{name} ({a}, {b}) must be >= 1", token=name, hint=f"{name} of 0 is meaningless: use 1 or more"
+            )
+        if a > limit or b > limit:
+            raise ProblemError(
+                f"{name} ({a}, {b}) exceeds the limit of {limit}", token=name, hint=f"use a {name} of at most {limit}"
+            )
     if ph < 0 or pw < 0:
         raise ProblemError(f"padding ({ph}, {pw}) is negative", token="padding", hint="padding must be >= 0")
+    if ph > MAX_AXIS_SIZE or pw > MAX_AXIS_SIZE:
+        raise ProblemError(
+            f"padding ({ph}, {pw}) exceeds the limit of {MAX_AXIS_SIZE}",
+            token="padding",
+            hint="pad by at most the kernel span",
+        )
     if in_channels % groups or out_channels % groups:
         raise ProblemError(
             f"groups={groups} does not divide in_channels={in_channels} and out_channels={out_channels}",
@@ -141,16 +166,15 @@ def conv2d(
                 token="kernel",
                 hint=f"shrink the kernel or dilation, or pad the input {name}",
             )
-    try:
-        xdt = dtypes.canonical_dtype(dtype)
-        wdt = dtypes.canonical_dtype(weights_dtype or dtype)
-    except ValueError as e:
-        raise ProblemError("unknown dtype", token=str(weights_dtype or dtype), hint=str(e)) from None
-    acc = dtypes.accumulator_of([xdt, wdt])
-    try:
-        odt = dtypes.canonical_dtype(out_dtype) if out_dtype else acc
-    except ValueError as e:
-        raise ProblemError("unknown output dtype", token=str(out_dtype), hint=str(e)) from None
+        if o > MAX_AXIS_SIZE:
+            raise ProblemError(
+                f"the output {name} {o} exceeds the limit of {MAX_AXIS_SIZE}",
+                token="padding",
+                hint=f"reduce the padding or the input {name}",
+            )
+    xdt = _dtype(dtype, "dtype")
+    wdt = _dtype(dtype if weights_dtype in (None, "") else weights_dtype, "weights_dtype")
+    odt = dtypes.accumulator_of([xdt, wdt]) if out_dtype in (None, "") else _dtype(out_dtype, "out_dtype")
     cig, cog = in_channels // groups, out_channels // groups
     axes = {"n": batch, "oh": ho, "ow": wo, "fh": kh, "fw": kw, "g": groups, "ci": cig, "co": cog}
     # Padded extent of the height dim is (ho-1)*sh + (kh-1)*dh + 1; the rows beyond the real input and
@@ -183,7 +207,7 @@ def conv2d(
 
 def as_conv2d(problem: Problem) -> Conv2dParams | None:
     """Recover the conv2d parameters of a problem built by `conv2d` (None for any other problem)."""
-    if tuple(problem.axes) != CONV_AXES or len(problem.inputs) != 2 or problem.weight != 1:
+    if set(problem.axes) != set(CONV_AXES) or len(problem.inputs) != 2 or problem.weight != 1:
         return None
     x, w = problem.inputs
     if [str(d) for d in w.dims] != ["fh", "fw", "g", "ci", "co"]:
@@ -192,21 +216,28 @@ def as_conv2d(problem: Problem) -> Conv2dParams | None:
         return None
     if len(x.dims) != 5 or str(x.dims[0]) != "n" or str(x.dims[3]) != "g" or str(x.dims[4]) != "ci":
         return None
-    hdim, wdim = x.dims[1], x.dims[2]
-    if tuple(t.axis for t in hdim.terms) != ("oh", "fh") or tuple(t.axis for t in wdim.terms) != ("ow", "fw"):
+    hc = {t.axis: t.coeff for t in x.dims[1].terms}  # written in either order: oh:sh + fh:dh
+    wc = {t.axis: t.coeff for t in x.dims[2].terms}
+    if len(x.dims[1].terms) != 2 or set(hc) != {"oh", "fh"} or len(x.dims[2].terms) != 2 or set(wc) != {"ow", "fw"}:
         return None
     a = problem.axes
     (ph, _), (pw, _) = x.pads()[1], x.pads()[2]
     real_h, real_w = problem.shape(x)[1], problem.shape(x)[2]
-    return Conv2dParams(
+    if any(x.pads()[d] != (0, 0) for d in (0, 3, 4)):
+        return None
+    params = Conv2dParams(
         batch=a["n"],
         in_channels=a["g"] * a["ci"],
         out_channels=a["g"] * a["co"],
         input_height=real_h,
         input_width=real_w,
         kernel=(a["fh"], a["fw"]),
-        stride=(hdim.terms[0].coeff, wdim.terms[0].coeff),
+        stride=(hc["oh"], wc["ow"]),
         padding=(ph, pw),
-        dilation=(hdim.terms[1].coeff, wdim.terms[1].coeff),
+        dilation=(hc["fh"], wc["fw"]),
         groups=a["g"],
     )
+    # Same names but padding no conv2d produces (its high side follows from the output size formula).
+    if params.output_height != a["oh"] or params.output_width != a["ow"] or any(p != (0, 0) for p in w.pads()):
+        return None
+    return params

@@ -77,17 +77,28 @@ def _parse_structured(side: str, default_name: str) -> tuple[str, tuple[IndexExp
         raise ProblemError("malformed operand", token=side, hint="write name[axis, axis:2 + other, ...]")
     name = m.group(1) or default_name
     inner = m.group(2)
-    dims = tuple(_parse_expr(d) for d in _split_top(inner, ",")) if inner else ()
+    if "[" in inner or "]" in inner:
+        raise ProblemError(
+            "malformed operand: brackets inside an operand's index list",
+            token=side,
+            hint="write one operand as name[axis, ...]; separate operands with ','",
+        )
+    pieces = _split_top(inner, ",") if inner else []
+    if any(not d for d in pieces):
+        raise ProblemError(
+            f"empty index expression in operand {name}", token=side, hint="remove the stray ',' or index by an axis"
+        )
+    dims = tuple(_parse_expr(d) for d in pieces)
     return name, dims
 
 
 def _parse_compact(side: str) -> tuple[IndexExpr, ...]:
     for ch in side:
-        if not ch.isalpha():
+        if not (ch.isascii() and ch.isalpha()):
             raise ProblemError(
                 "compact einsum operands are runs of single-letter axes",
                 token=ch,
-                hint="use letters only, or the structured form name[axis, ...]",
+                hint="use ASCII letters only, or the structured form name[axis, ...] for longer axis names",
             )
     return tuple(IndexExpr(terms=(Term(axis=ch),)) for ch in side)
 
@@ -122,8 +133,104 @@ def parse_einsum(
         out = ("Y", _parse_compact(rhs))
     names = [n for n, _ in ins] + [out[0]]
     if len(set(names)) != len(names):
-        raise ProblemError("two operands share a name", token=out[0], hint="name every operand differently")
+        dup = next(n for n in names if names.count(n) > 1)
+        raise ProblemError("two operands share a name", token=dup, hint="name every operand differently")
+    for name, dims in ins:
+        if not dims:
+            raise ProblemError(
+                f"input {name} has no dimensions", token=name, hint="index every input by at least one axis"
+            )
+    in_axes = {t.axis for _, dims in ins for d in dims for t in d.terms}
+    for d in out[1]:
+        for t in d.terms:
+            if t.axis not in in_axes:
+                raise ProblemError(
+                    f"output axis {t.axis} appears in no input",
+                    token=t.axis,
+                    hint="remove it from the output or index an input by it",
+                )
     return ins, out
+
+
+def _axis_sizes(sizes: object, used: list[str]) -> dict[str, int]:
+    """Check the sizes mapping against the axes the einsum uses (sizes themselves are checked by `Problem`)."""
+    if not isinstance(sizes, MappingT):
+        raise ProblemError("sizes must map axis names to integers", token="sizes", hint='e.g. {"m": 64, "k": 32}')
+    for a in used:
+        if a not in sizes:
+            raise ProblemError(f"axis {a} has no size", token=a, hint=f"add {a}=<size> to the sizes")
+    for a in sizes:
+        if a not in used:
+            raise ProblemError(
+                f"size given for axis {a}, which the einsum does not use", token=str(a), hint="remove it"
+            )
+    axes: dict[str, int] = {}
+    for a in dict.fromkeys(used):
+        s = sizes[a]
+        if isinstance(s, bool) or not isinstance(s, int):
+            raise ProblemError(
+                f"size {s!r} of axis {a} is not an integer", token=a, hint="sizes are positive integers, e.g. 64"
+            )
+        axes[a] = s
+    return axes
+
+
+def _weight_index(weight: object, names: list[str]) -> int | None:
+    """The weight input's index from an index, a digit string or an operand name."""
+    if weight is None:
+        return None
+    if isinstance(weight, str) and weight.isdigit():
+        weight = int(weight)
+    if isinstance(weight, str):
+        if weight not in names:
+            raise ProblemError(f"weight {weight!r} is not an input", token=weight, hint=f"inputs: {names}")
+        return names.index(weight)
+    if isinstance(weight, bool) or not isinstance(weight, int):
+        raise ProblemError(
+            f"weight {weight!r} is neither an input index nor an input name",
+            token="weight",
+            hint=f"give the index (0..{len(names) - 1}) or the name ({', '.join(names)}) of the weight input",
+        )
+    if not 0 <= weight < len(names):
+        raise ProblemError(f"weight index {weight} names no input", token=str(weight), hint=f"use 0..{len(names) - 1}")
+    return weight
+
+
+def _pads(pad: object, ins: list[tuple[str, tuple[IndexExpr, ...]]]) -> dict[str, tuple[tuple[int, int], ...]]:
+    """Validate the padding mapping: input name -> one (lo, hi) integer pair per dimension."""
+    if pad is None:
+        return {}
+    if not isinstance(pad, MappingT):
+        raise ProblemError(
+            "pad must map input names to (lo, hi) pairs", token="pad", hint='e.g. {"A": [[1, 1], [0, 0]]}'
+        )
+    ndims = {name: len(dims) for name, dims in ins}
+    out: dict[str, tuple[tuple[int, int], ...]] = {}
+    for name, pairs in pad.items():
+        if name not in ndims:
+            raise ProblemError(
+                f"padding given for {name}, which is not an input", token=str(name), hint=f"inputs: {list(ndims)}"
+            )
+        ok = isinstance(pairs, list | tuple) and all(
+            isinstance(pr, list | tuple)
+            and len(pr) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in pr)
+            for pr in pairs
+        )
+        if not ok:
+            raise ProblemError(
+                f"padding of {name} is not a list of (lo, hi) integer pairs",
+                token=str(name),
+                hint=f"give one [lo, hi] pair per dimension of {name}, e.g. {[[0, 0]] * ndims[name]}",
+            )
+        if len(pairs) != ndims[name]:
+            raise ProblemError(
+                f"padding of {name} has {len(pairs)} pairs for {ndims[name]} dimensions",
+                token=str(name),
+                hint=f"give one [lo, hi] pair per dimension of {name}",
+            )
+        out[name] = tuple((int(lo), int(hi)) for lo, hi in pairs)
+    return out
 
 
 def einsum(
@@ -147,25 +254,18 @@ def einsum(
         reduce_op: add, mul, max or min.
         weight: the weight (stationary / TRF) input, by index or name.
         pad: operand name -> per-dimension (lo, hi) zero padding.
+        label: a free-form name (not part of the content hash).
+
+    Raises:
+        ProblemError: naming the offending token and how to fix it, for any malformed argument.
     """
     ins, (out_name, out_dims) = parse_einsum(expr)
-    if reduce_op not in ("add", "mul", "max", "min"):
+    if not isinstance(reduce_op, str) or reduce_op not in ("add", "mul", "max", "min"):
         raise ProblemError(f"unknown reduce op {reduce_op!r}", token=str(reduce_op), hint="use add, mul, max or min")
-    if not isinstance(sizes, MappingT):
-        raise ProblemError("sizes must map axis names to integers", hint='e.g. {"m": 64, "k": 32}')
+    if not isinstance(label, str):
+        raise ProblemError("label must be a string", token="label", hint='e.g. "resnet50 conv1"')
     used = [t.axis for _, dims in ins for d in dims for t in d.terms] + [t.axis for d in out_dims for t in d.terms]
-    for a in used:
-        if a not in sizes:
-            raise ProblemError(f"axis {a} has no size", token=a, hint=f"add {a}=<size> to the sizes")
-    for a in sizes:
-        if a not in used:
-            raise ProblemError(f"size given for axis {a}, which the einsum does not use", token=a, hint="remove it")
-    axes: dict[str, int] = {}
-    for a in dict.fromkeys(used):
-        s = sizes[a]
-        if isinstance(s, bool) or not isinstance(s, int):
-            raise ProblemError(f"size of axis {a} is not an integer", token=a, hint="sizes are positive integers")
-        axes[a] = s
+    axes = _axis_sizes(sizes, used)
     names = [n for n, _ in ins]
 
     def dtype_of(name: str) -> str:
@@ -180,38 +280,19 @@ def einsum(
     if isinstance(dtype, MappingT):
         for k in dtype:
             if k not in names:
-                raise ProblemError(f"dtype given for {k}, which is not an input", token=k, hint=f"inputs: {names}")
-    pads = dict(pad or {})
-    for k in pads:
-        if k not in names:
-            raise ProblemError(f"padding given for {k}, which is not an input", token=k, hint=f"inputs: {names}")
-    inputs = []
-    for name, dims in ins:
-        p = pads.get(name)
-        inputs.append(
-            Operand(name=name, dims=dims, dtype=dtype_of(name), pad=tuple(tuple(x) for x in p) if p else None)
-        )
+                raise ProblemError(f"dtype given for {k}, which is not an input", token=str(k), hint=f"inputs: {names}")
+    pads = _pads(pad, ins)
+    inputs = [Operand(name=name, dims=dims, dtype=dtype_of(name), pad=pads.get(name)) for name, dims in ins]
     acc = dtypes.accumulator_of([o.dtype for o in inputs])
     try:
         odt = dtypes.canonical_dtype(out_dtype) if out_dtype else acc
     except ValueError as e:
         raise ProblemError("unknown output dtype", token=str(out_dtype), hint=str(e)) from None
-    w: int | None
-    if weight is None:
-        w = None
-    elif isinstance(weight, str) and not weight.isdigit():
-        if weight not in names:
-            raise ProblemError(f"weight {weight!r} is not an input", token=weight, hint=f"inputs: {names}")
-        w = names.index(weight)
-    else:
-        w = int(weight)
-        if not 0 <= w < len(inputs):
-            raise ProblemError(f"weight index {w} names no input", token=str(weight), hint=f"use 0..{len(inputs) - 1}")
     return Problem(
         axes=axes,
         inputs=tuple(inputs),
         output=Operand(name=out_name, dims=out_dims, dtype=odt),
         reduce_op=reduce_op,
-        weight=w,
+        weight=_weight_index(weight, names),
         label=label,
     )

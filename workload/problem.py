@@ -189,9 +189,15 @@ def semantic_errors(p: Problem) -> list[ProblemError]:
     if not p.axes:
         return [ProblemError("the problem has no axes", hint="declare at least one axis with its size")]
     if len(p.axes) > MAX_AXES:
-        errs.append(ProblemError(f"{len(p.axes)} axes exceed the limit of {MAX_AXES}", hint="merge axes"))
+        errs.append(
+            ProblemError(
+                f"{len(p.axes)} axes exceed the limit of {MAX_AXES}",
+                token=list(p.axes)[MAX_AXES],
+                hint="merge axes that are always used together into one",
+            )
+        )
     for name, size in p.axes.items():
-        if not AXIS_NAME.match(name):
+        if not isinstance(name, str) or not AXIS_NAME.fullmatch(name):
             errs.append(
                 ProblemError("invalid axis name", token=name, hint="start with a letter; use letters, digits and _")
             )
@@ -243,9 +249,21 @@ def semantic_errors(p: Problem) -> list[ProblemError]:
                     )
         if op.pad is not None:
             if len(op.pad) != len(op.dims):
-                errs.append(ProblemError("padding needs one (lo, hi) pair per dimension", token=op.name))
+                errs.append(
+                    ProblemError(
+                        f"padding of {op.name} has {len(op.pad)} pairs for {len(op.dims)} dimensions",
+                        token=op.name,
+                        hint="give one (lo, hi) pair per dimension",
+                    )
+                )
             elif any(lo < 0 for lo, _ in op.pad):
-                errs.append(ProblemError("negative padding", token=op.name, hint="low padding must be >= 0"))
+                errs.append(
+                    ProblemError(
+                        f"negative low padding of {op.name}",
+                        token=op.name,
+                        hint="low padding must be >= 0 (only the high side may be negative)",
+                    )
+                )
     if errs:
         return errs
     out_axes: list[str] = []
@@ -257,9 +275,16 @@ def semantic_errors(p: Problem) -> list[ProblemError]:
         else:
             out_axes.append(d.terms[0].axis)
     if len(set(out_axes)) != len(out_axes):
-        errs.append(ProblemError("an axis appears twice in the output", token=p.output.name))
+        dup = next(a for a in out_axes if out_axes.count(a) > 1)
+        errs.append(
+            ProblemError(
+                f"axis {dup} appears twice in the output",
+                token=dup,
+                hint="index each output dimension by a different axis",
+            )
+        )
     if p.output.pad is not None and any(lo or hi for lo, hi in p.output.pad):
-        errs.append(ProblemError("the output cannot be padded", token=p.output.name))
+        errs.append(ProblemError("the output cannot be padded", token=p.output.name, hint="pad the inputs instead"))
     in_axes = {a for o in p.inputs for a in o.axes}
     for a in out_axes:
         if a not in in_axes:
@@ -292,7 +317,13 @@ def semantic_errors(p: Problem) -> list[ProblemError]:
             )
         )
     if p.weight is not None and not 0 <= p.weight < len(p.inputs):
-        errs.append(ProblemError(f"weight index {p.weight} names no input", token=str(p.weight)))
+        errs.append(
+            ProblemError(
+                f"weight index {p.weight} names no input",
+                token=str(p.weight),
+                hint=f"use an input index 0..{len(p.inputs) - 1}, or no weight",
+            )
+        )
     if errs:
         return errs
     for o in p.inputs:
