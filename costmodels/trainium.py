@@ -1,0 +1,225 @@
+"""AWS Trainium tensor engine target (family ``trainium``; presets ``trn1`` and ``trn2``).
+
+One NKI ``nc_matmul`` per instruction tile: ``stationary.T @ moving`` from SBUF into a PSUM
+bank, accumulated over contraction tiles (nki-nc_matmul.txt). The loop nest and its levels are
+described in costmodels.trainium_mapping, the space in costmodels.trainium_space and the
+formulas in costmodels.trainium_formulas (the recipe of hardware-facts.md §2.2).
+
+Scope decisions (documented and tested):
+
+- integer inputs (i4/i8/i32) are rejected: nc_matmul takes float8/bfloat16/float16/tfloat32/
+  float32 only (nki-nc_matmul.txt); the advice is to cast to bf16 (exact for i8) first;
+- unary reductions and max/min/mul reductions are rejected: they run on the Vector Engine,
+  which this model does not price;
+- convolutions go through im2col (no NKI conv primitive; hardware-facts.md §2.2, §5).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from costmodels.ir import Mapping, coverage_errors, flat_mapping
+from costmodels.presets import load_preset
+from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Param, SearchSpace, Violation
+from costmodels.trainium_formulas import Evaluation, ProblemConsts, Quantities, evaluate, feasible, lower_bound_cycles
+from costmodels.trainium_hw import TrainiumHardware
+from costmodels.trainium_mapping import build_mapping, mapping_quantities, structure_errors
+from costmodels.trainium_messages import violation_messages
+from costmodels.trainium_nest import Roles, roles_of
+from costmodels.trainium_render import render_mapping
+from costmodels.trainium_space import STATIONARY, build_space, columns_quantities, problem_consts
+from workload import dtypes
+from workload.problem import Problem
+
+_NC_MATMUL_DTYPES = ("f8e4m3", "f8e5m2", "bf16", "f16", "f32")
+_UNSUPPORTED = SearchSpace(params=(Param(name="unsupported", choices=("-",), doc="the problem cannot run here"),))
+
+
+class TrainiumTarget:
+    """One Trainium preset: the Target protocol over the nc_matmul cost model."""
+
+    family = "trainium"
+    objectives: tuple[str, ...] = ("latency", "offchip_bytes", "footprint")
+
+    def __init__(self, name: str, hardware: TrainiumHardware) -> None:
+        self.name = name
+        self.hardware = hardware
+
+    # ---- problem level --------------------------------------------------------------------
+    def supports(self, problem: Problem) -> list[Violation]:
+        out: list[Violation] = []
+        if not problem.is_binary:
+            out.append(
+                Violation(
+                    code="unary",
+                    message="a unary reduction has no second operand for the tensor engine; it runs on the Vector "
+                    "Engine, which this model does not price: use a target with a vector model",
+                )
+            )
+        if problem.reduce_op != "add":
+            out.append(
+                Violation(
+                    code="reduce-op",
+                    message=f"nc_matmul accumulates sums in PSUM; a {problem.reduce_op} reduction runs on the Vector "
+                    "Engine, which this model does not price: use reduce op add",
+                )
+            )
+        for op in problem.inputs:
+            name = dtypes.canonical_dtype(op.dtype)
+            if name not in _NC_MATMUL_DTYPES:
+                out.append(
+                    Violation(
+                        code="dtype",
+                        message=f"input {op.name} is {name}, but nc_matmul takes float8/bfloat16/float16/tfloat32/"
+                        "float32 inputs only: cast it to bf16 (exact for i8) or f32",
+                    )
+                )
+        return out
+
+    def _consts(self, problem: Problem, roles: Roles) -> ProblemConsts:
+        return problem_consts(self.hardware, problem, roles, supported=not self.supports(problem))
+
+    def _double_row(self, problem: Problem) -> bool:
+        fp8 = all(dtypes.canonical_dtype(o.dtype) in ("f8e4m3", "f8e5m2") for o in problem.inputs)
+        return self.hardware.fp8_double_row and fp8
+
+    # ---- space and mapping ----------------------------------------------------------------
+    def space(self, problem: Problem) -> SearchSpace:
+        if self.supports(problem):
+            return _UNSUPPORTED
+        return build_space(self.hardware, problem, self._double_row(problem))
+
+    def mapping(self, problem: Problem, point: dict[str, Choice]) -> Mapping:
+        if self.supports(problem):
+            return flat_mapping(problem, target=self.name, level="nc_matmul")
+        return build_mapping(problem, self.name, dict(point))
+
+    # ---- check and cost -------------------------------------------------------------------
+    def _evaluate(self, problem: Problem, mapping: Mapping) -> tuple[Roles, Quantities, Evaluation]:
+        roles, q = mapping_quantities(problem, mapping)
+        return roles, q, evaluate(self.hardware, self._consts(problem, roles), q)
+
+    def check(self, problem: Problem, mapping: Mapping) -> list[Violation]:
+        out = self.supports(problem)
+        if out:
+            return out
+        structure = structure_errors(problem, mapping)
+        if structure:
+            return [Violation(code="structure", message=f"{e}: build the mapping with target.mapping(...)")
+                    for e in structure]  # fmt: skip
+        out += [
+            Violation(code="coverage", message=f"{e.message}: every point must be visited exactly once")
+            for e in coverage_errors(problem, mapping)
+        ]
+        roles, q, ev = self._evaluate(problem, mapping)
+        out += violation_messages(self.hardware, self.name, problem, roles, q, ev, self._double_row(problem))
+        return out
+
+    def cost(self, problem: Problem, mapping: Mapping) -> CostReport:
+        hw = self.hardware
+        roles, _, ev = self._evaluate(problem, mapping)
+        lb = self.lower_bound(problem)
+        cycles = float(ev.cycles[0])
+        stages = {"compute": float(ev.te[0]), "dma": float(ev.dma[0]), "evict": float(ev.evict[0]),
+                  "fill": float(ev.fill[0])}  # fmt: skip
+        c = self._consts(problem, roles)
+        peak = hw.cores_per_chip * hw.peak_macs_per_cycle(fp32=c.fp32, double_row=c.double_row)
+        notes = [
+            f"{int(ev.n_inst[0])} nc_matmul per core at {ev.ii[0]:g} cycles each "
+            "(nki-nc_matmul.txt, Estimated instruction cost)",
+            "time = fill + max(tensor engine, steady DMA, PSUM eviction): double-buffered blocks (ASSUMPTION)",
+        ]
+        if any(len(problem.inputs[i].dims) and not all(d.is_plain() for d in problem.inputs[i].dims) for i in (0, 1)):
+            notes.append("convolution priced as im2col GEMM (no NKI conv primitive; ASSUMPTION)")
+        return CostReport(
+            cycles=cycles,
+            clock_hz=hw.te_clock_hz,
+            bound=max(stages, key=lambda k: stages[k]),
+            utilization=min(1.0, problem.macs / (peak * cycles)) if cycles > 0 else 0.0,
+            bytes={"hbm": float(ev.hbm_chip[0]), "sbuf": float(ev.sbuf_bytes[0]), "psum": float(ev.psum_bytes[0])},
+            breakdown=stages,
+            lower_bound_cycles=lb.cycles,
+            offchip_bytes=float(ev.hbm_chip[0]),
+            footprint_bytes=float(ev.footprint[0]),
+            notes=tuple(notes),
+        )
+
+    def lower_bound(self, problem: Problem) -> LowerBound:
+        names = [dtypes.canonical_dtype(o.dtype) for o in problem.inputs]
+        c = ProblemConsts(0, 0, 0, "f32" in names, self._double_row(problem), 0, 0, float(problem.macs), True)
+        comp, mem = lower_bound_cycles(self.hardware, c, problem.min_bytes)
+        why = "compute" if comp >= mem else "HBM bandwidth"
+        return LowerBound(
+            cycles=max(comp, mem),
+            compute_cycles=comp,
+            memory_cycles=mem,
+            reason=f"{why}: {self.hardware.cores_per_chip} cores x peak MAC/cycle, {self.hardware.hbm_bytes_per_s:g} "
+            "B/s HBM on every operand read once",
+        )
+
+    def score_batch(self, problem: Problem, columns: dict[str, np.ndarray]) -> BatchScore:
+        n = len(next(iter(columns.values()))) if columns else 1
+        lat = np.full(n, np.inf)
+        off = np.full(n, np.inf)
+        foot = np.full(n, np.inf)
+        ok = np.zeros(n, dtype=bool)
+        if not self.supports(problem):
+            space = self.space(problem)
+            st_col = np.asarray(columns["stationary"], dtype=object)
+            for st in STATIONARY:
+                sel = st_col == st
+                if not sel.any():
+                    continue
+                roles = roles_of(problem, st)
+                q = columns_quantities(problem, space, roles, columns, sel)
+                ev = evaluate(self.hardware, self._consts(problem, roles), q)
+                good = feasible(ev)
+                idx = np.flatnonzero(sel)
+                ok[idx] = good
+                lat[idx] = np.where(good, ev.cycles / self.hardware.te_clock_hz, np.inf)
+                off[idx] = np.where(good, ev.hbm_chip, np.inf)
+                foot[idx] = np.where(good, ev.footprint, np.inf)
+        return BatchScore(feasible=ok, objectives={"latency": lat, "offchip_bytes": off, "footprint": foot})
+
+    # ---- guidance and display -------------------------------------------------------------
+    def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
+        return warm_starts(self, problem)
+
+    def render(self, problem: Problem, mapping: Mapping) -> str:
+        return render_mapping(self.hardware, self.name, problem, mapping)
+
+
+def warm_starts(target: TrainiumTarget, problem: Problem) -> list[dict[str, Choice]]:
+    """The NKI tiling guidance first: 128/128/512 tiles (hardware-facts.md §2.1 Tiling guidance), blocked.
+
+    Among the points with the largest tile caps and all cores, the blockings are scored and the
+    best feasible few returned, weight-stationary first; then the same with the other input
+    stationary (the short operand belongs on moving, nki perf guide).
+    """
+    space = target.space(problem)
+    if target.supports(problem):
+        return [{p.name: p.choices[0] for p in space.params}]
+    ch = {p.name: p.choices for p in space.params}
+    fixed = {"tile_stat": ch["tile_stat"][0], "tile_mov": ch["tile_mov"][0], "tile_k": ch["tile_k"][0],
+             "cores": ch["cores"][-1]}  # fmt: skip
+    sub = SearchSpace(params=tuple(Param(name=p.name, choices=(fixed[p.name],)) if p.name in fixed else p
+                                   for p in space.params))  # fmt: skip
+    cols = sub.columns()
+    score = target.score_batch(problem, cols)
+    lat = np.asarray(score.objectives["latency"], dtype=float)
+    out: list[dict[str, Choice]] = []
+    for st in STATIONARY:
+        mask = np.asarray(cols["stationary"], dtype=object) == st
+        cand = np.flatnonzero(mask & np.isfinite(lat))
+        for i in cand[np.argsort(lat[cand], kind="stable")][:3]:
+            out.append({k: (v[i].item() if isinstance(v[i], np.generic) else v[i]) for k, v in cols.items()})
+    if not out:
+        out.append({k: (v[0].item() if isinstance(v[0], np.generic) else v[0]) for k, v in cols.items()})
+    return out
+
+
+def make_target(preset: str, overrides: dict[str, Any]) -> TrainiumTarget:
+    """Build a Trainium target from a preset name and per-request overrides."""
+    return TrainiumTarget(preset, load_preset(preset, TrainiumHardware, overrides))
