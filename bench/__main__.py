@@ -1,0 +1,18 @@
+"""`python -m bench [name ...]`: run the named benchmarks (all by default), one after another."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+ALL = ("costmodels_overview", "executor_speed", "tenstorrent_resnet50", "mapper_quality")
+
+
+def main(argv: list[str]) -> None:
+    for name in argv or list(ALL):
+        print(f"\n===== bench.{name} =====", flush=True)
+        importlib.import_module(f"bench.{name}").main()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
