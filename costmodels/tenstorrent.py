@@ -7,8 +7,15 @@ im2col activation block by its weights in 32x32 tiles at the chosen math fidelit
 convs and other binary einsums are the matmul special case (no halo, no im2col). Unary
 reductions are rejected.
 
-Math fidelity changes numerics (LoFi multiplies only the top mantissa bits of bf16); the default
-and warm starts use HiFi4 as ttnn does, and every cost report names the fidelity it priced.
+Each mapping also picks a memory placement: ``l1-sharded`` (operands resident in L1 shards, the
+fast path when they fit) or ``dram-interleaved`` (blocks streamed from and to DRAM, so GEMMs and
+convs of any size fit; `costmodels.tt_eval`).
+
+Math fidelity changes numerics (LoFi multiplies only the top mantissa bits of bf16; the executor
+cannot emulate it), so the fidelities searched are a preset setting, ``fidelities``: HiFi4 only by
+default, as ttnn's conv default compute config (tenstorrent-conv2d.md, Compute Config). A request
+may override it (e.g. ``{"fidelities": ["LoFi", "HiFi2", "HiFi4"]}``); the roofline bound then
+uses the fastest fidelity allowed. Every cost report names the fidelity it priced.
 """
 
 from __future__ import annotations
@@ -21,10 +28,11 @@ from costmodels.ir import Mapping
 from costmodels.presets import load_preset
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, SearchSpace, Violation
 from costmodels.tt_check import violations
-from costmodels.tt_eval import PARAMS, Evaluation, evaluate, resolve
+from costmodels.tt_eval import PARAMS, Evaluation
 from costmodels.tt_hardware import TensixHardware
 from costmodels.tt_shape import TTShape, tt_shape
-from costmodels.tt_space import build_mapping, build_space, point_of, warm_starts
+from costmodels.tt_space import build_mapping, build_space, evaluate_point, point_of, warm_starts
+from costmodels.tt_table import ScoreTable, build_table, score_general
 from workload.problem import Problem
 
 SUPPORTED_DTYPES = ("bf16", "f32")  # ttnn conv2d dtype / weights_dtype (tenstorrent-conv2d.md, Conv2dConfig)
@@ -88,8 +96,19 @@ class TenstorrentTarget:
         return build_mapping(problem, self._shape(problem), self.hardware, self.name, point)
 
     def _eval(self, problem: Problem, point: dict[str, Choice]) -> Evaluation:
-        cols = {k: np.array([point[k]], dtype=object if isinstance(point[k], str) else None) for k in PARAMS}
-        return evaluate(self._shape(problem), self.hardware, cols)
+        return evaluate_point(self._shape(problem), self.hardware, {k: point[k] for k in PARAMS})
+
+    def _table(self, problem: Problem) -> ScoreTable | None:
+        """The whole space priced once per problem (memoised with a few recent problems)."""
+        cache: list[tuple[Problem, ScoreTable | None]] = self.__dict__.setdefault("_tables", [])
+        for prob, table in cache:
+            if prob is problem:
+                return table
+        shape = self._shape(problem)
+        table = build_table(shape, self.hardware, build_space(shape, self.hardware))
+        cache.insert(0, (problem, table))
+        del cache[4:]
+        return table
 
     def check(self, problem: Problem, mapping: Mapping) -> list[Violation]:
         out = self.supports(problem)
@@ -100,15 +119,18 @@ class TenstorrentTarget:
 
     def lower_bound(self, problem: Problem) -> LowerBound:
         hw = self.hardware
-        # every core at LoFi (the fastest fidelity: 16 cycles per 32^3 tile product = 2048 MAC/cycle),
-        # so the bound holds for any fidelity a mapping picks (hardware-facts.md §4.1, FPU matmul row)
-        compute = problem.macs / (hw.cores * hw.peak_macs_per_cycle_core)
+        # every core at the fastest fidelity the policy allows (LoFi: 16 cycles per 32^3 tile product =
+        # 2048 MAC/cycle; HiFi4: 64 cycles = 512), so the bound holds for every mapping check() accepts
+        # (hardware-facts.md §4.1, FPU matmul and Math fidelity rows)
+        fastest = min(hw.fidelities, key=lambda f: hw.tile_cycles[f])
+        per_core = hw.tile_macs / hw.tile_cycles[fastest]
+        compute = problem.macs / (hw.cores * per_core)
         memory = problem.min_bytes / hw.dram_bytes_per_cycle
         return LowerBound(
             cycles=max(compute, memory),
             compute_cycles=compute,
             memory_cycles=memory,
-            reason=f"{hw.cores} cores x {hw.peak_macs_per_cycle_core:.0f} MAC/cycle at LoFi; "
+            reason=f"{hw.cores} cores x {per_core:.0f} MAC/cycle at {fastest} (fastest allowed fidelity); "
             f"{hw.dram_gb_per_s:g} GB/s DRAM for the minimum bytes",
         )
 
@@ -120,7 +142,7 @@ class TenstorrentTarget:
         stages = {
             "compute": a["t_comp"],
             "dram": a["t_dram"],
-            "noc": a["t_reader"] + a["t_act"] + a["t_w"],
+            "noc": a["t_reader"] + a["t_act"] + a["t_w"] + a["t_out"],
             "halo": a["t_halo"],
         }
         cycles = a["cycles"]
@@ -128,6 +150,11 @@ class TenstorrentTarget:
         fid = point["math_fidelity"]
         notes = [f"math fidelity {fid}" + ("" if fid == "HiFi4" else " (fewer mantissa bits than the HiFi4 default)")]
         notes.append(f"layout {point['layout']}: {int(a['cores'])} cores, {int(a['pm_t'])}x{int(a['pn_t'])} tiles each")
+        if point["memory"] == "dram-interleaved":
+            notes.append(
+                f"dram-interleaved: {int(a['kblocks'])} K blocks of {int(a['abw_t'])} tiles, weights re-read "
+                f"{int(a['nbh'])}x (once per output block along the rows)"
+            )
         return CostReport(
             cycles=cycles,
             clock_hz=hw.clock_hz,
@@ -135,7 +162,8 @@ class TenstorrentTarget:
             utilization=min(1.0, util),
             bytes={"dram": a["dram_bytes"], "noc": a["noc_w_bytes"] + a["noc_act_bytes"], "l1": a["l1_bytes"],
                    "halo": a["halo_bytes"], "noc_weights": a["noc_w_bytes"], "noc_activations": a["noc_act_bytes"]},
-            breakdown={**stages, "reader": a["t_reader"], "act_broadcast": a["t_act"], "weights": a["t_w"]},
+            breakdown={**stages, "reader": a["t_reader"], "act_broadcast": a["t_act"], "weights": a["t_w"],
+                       "writer": a["t_out"]},
             lower_bound_cycles=lb.cycles,
             offchip_bytes=a["dram_bytes"],
             footprint_bytes=a["footprint"],
@@ -148,17 +176,18 @@ class TenstorrentTarget:
             inf = np.full(n, np.inf)
             return BatchScore(feasible=np.zeros(n, bool), objectives={o: inf for o in self.objectives})
         shape = self._shape(problem)
-        ev = evaluate(shape, self.hardware, resolve(shape, self.hardware, columns))
-        feas = ev.feasible
-        lat = ev.a["cycles"] / self.hardware.clock_hz
-        return BatchScore(
-            feasible=feas,
-            objectives={
-                "latency": np.where(feas, lat, np.inf),
-                "offchip_bytes": np.where(feas, ev.a["dram_bytes"], np.inf),
-                "footprint": np.where(feas, ev.a["footprint"], np.inf),
-            },
-        )
+        table = self._table(problem)
+        if table is None:
+            outs = score_general(shape, self.hardware, columns)
+        else:
+            flat, known = table.lookup(columns)
+            outs = (table.feasible[flat], table.latency[flat], table.offchip[flat], table.footprint[flat])
+            if not known.all():  # values outside the space's choices: the general path
+                rest = score_general(shape, self.hardware, {k: np.asarray(v)[~known] for k, v in columns.items()})
+                for out, part in zip(outs, rest, strict=True):
+                    out[~known] = part
+        feas, lat, off, foot = outs
+        return BatchScore(feasible=feas, objectives={"latency": lat, "offchip_bytes": off, "footprint": foot})
 
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
         if self.supports(problem):

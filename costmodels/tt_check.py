@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from costmodels.protocol import Choice, Violation
 from costmodels.tt_eval import CODES, Evaluation
-from costmodels.tt_hardware import TensixHardware
+from costmodels.tt_hardware import FIDELITIES, TensixHardware
 from costmodels.tt_shape import TTShape, layout_stats
 
 KIB = 1024
@@ -31,6 +31,19 @@ def _message(code: str, shape: TTShape, hw: TensixHardware, p: dict[str, Choice]
     lay = p["layout"]
     if code == "layout":
         return err or f"layout {lay!r} is not usable"
+    dram = p.get("memory") == "dram-interleaved"
+    if code == "memory":
+        return f"memory {p.get('memory')!r} is unknown: use l1-sharded or dram-interleaved"
+    if code == "channel-split" and dram:
+        return (
+            f"layout {lay} puts {int(a['c'])} core columns on {shape.n_t} output channel tiles: use at most "
+            f"{shape.n_t} columns"
+        )
+    if code == "in0-block-w":
+        return (
+            f"in0_block_w={p.get('in0_block_w')} tiles must be a positive divisor of K = {int(a['k_t'])} tiles "
+            f"(the K blocks streamed from DRAM): pick a divisor of {int(a['k_t'])}"
+        )
     if code == "channel-split":
         return (
             f"layout {lay} splits {shape.k_channels} input channels and {shape.n_t} output channel tiles over "
@@ -50,7 +63,14 @@ def _message(code: str, shape: TTShape, hw: TensixHardware, p: dict[str, Choice]
             f"{per_core} tiles ({lay}): pick a divisor of {per_core}"
         )
     if code == "math-fidelity":
-        return f"math fidelity {p['math_fidelity']!r} is unknown: use LoFi, HiFi2, HiFi3 or HiFi4"
+        allowed = ", ".join(hw.fidelities)
+        if p["math_fidelity"] in FIDELITIES:
+            return (
+                f"math fidelity {p['math_fidelity']} is outside this target's fidelity policy (fidelities: "
+                f"[{allowed}]; HiFi4 is ttnn's default and keeps bf16 products exact): use {allowed}, or "
+                f"override the preset setting fidelities to allow {p['math_fidelity']}"
+            )
+        return f"math fidelity {p['math_fidelity']!r} is unknown: use one of the allowed fidelities, {allowed}"
     if code == "dst-capacity":
         acc = "with fp32 accumulation " if p["fp32_acc"] else ""
         return (
@@ -68,21 +88,29 @@ def _message(code: str, shape: TTShape, hw: TensixHardware, p: dict[str, Choice]
             f"width of {int(a['pn_t'])} tiles (ttnn rule): use height 1 or width {int(a['pn_t'])}"
         )
     if code == "l1-paper":
+        fix = (
+            "lower act_block_h or in0_block_w"
+            if dram
+            else "lower act_block_h, split output channels over more cores (block/width sharding) or stream "
+            "blocks from DRAM (memory=dram-interleaved)"
+        )
         return (
-            f"[bHo*bWo + Kh*Kw*Ci*(bHo + bWo)]*sizeof = {_kib(a['paper_bytes'])} is not below the "
-            f"{_kib(hw.l1_free_bytes)} of free L1 (tenstorrent-conv2d.md, single-core constraint): "
-            f"lower act_block_h or split output channels over more cores (block/width sharding)"
+            f"[bHo*bWo + K*(bHo + bWo)]*sizeof = {_kib(a['paper_bytes'])} is not below the "
+            f"{_kib(hw.l1_free_bytes)} of free L1 (tenstorrent-conv2d.md, single-core constraint): {fix}"
         )
     parts = {
         "halo buffer": a["halo_buf"],
         "activation CB": a["act_cb"],
         "weight CB": a["w_cb"],
-        "output shard": a["out_shard"],
+        "output block" if dram else "output shard": a["out_shard"],
         "partials CB": a["interm"],
     }
     biggest = sorted(parts.items(), key=lambda kv: -kv[1])[:3]
     detail = ", ".join(f"{k} {_kib(v)}" for k, v in biggest)
-    return (
-        f"L1 needs {_kib(a['footprint'])} per core ({detail}), {_kib(hw.l1_free_bytes)} free: use more cores, "
-        f"a smaller act_block_h, or turn off double buffering"
+    fix = (
+        "use more cores, a smaller act_block_h or in0_block_w, or turn off double buffering"
+        if dram
+        else "use more cores, a smaller act_block_h, turn off double buffering, or stream blocks from DRAM "
+        "(memory=dram-interleaved)"
     )
+    return f"L1 needs {_kib(a['footprint'])} per core ({detail}), {_kib(hw.l1_free_bytes)} free: {fix}"

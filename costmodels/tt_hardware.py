@@ -32,6 +32,11 @@ class TensixHardware(BaseModel):
     dram_gb_per_s: float = Field(gt=0, description="aggregate DRAM bandwidth, GB/s")
     clock_ghz: float = Field(gt=0, description="AICLK")
     subblock_overhead_cycles: int = Field(ge=0, description="pack/unpack overhead per output sub-block and K block")
+    fidelities: tuple[Fidelity, ...] = Field(
+        min_length=1,
+        description="math fidelities the search may pick for bf16/f32 inputs (the fidelity policy); LoFi and "
+        "HiFi2 multiply fewer mantissa bits, so the preset allows only ttnn's HiFi4 default",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> TensixHardware:
@@ -43,6 +48,8 @@ class TensixHardware(BaseModel):
             raise ValueError("tile_cycles must be positive and not decrease from LoFi to HiFi4")
         if self.dst_tiles_fp32 > self.dst_tiles:
             raise ValueError("dst_tiles_fp32 cannot exceed dst_tiles (fp32 entries are twice as wide)")
+        if len(set(self.fidelities)) != len(self.fidelities):
+            raise ValueError("fidelities lists a fidelity twice")
         if self.l1_reserved_kib >= self.l1_kib:
             raise ValueError("l1_reserved_kib must leave some L1 free")
         return self
@@ -71,6 +78,16 @@ class TensixHardware(BaseModel):
     def peak_macs_per_cycle_core(self) -> float:
         """MACs per cycle per core at the fastest fidelity (LoFi)."""
         return self.tile_macs / min(self.tile_cycles.values())
+
+    @property
+    def fastest_allowed_tile_cycles(self) -> int:
+        """Cycles per tile product at the fastest fidelity the policy allows (the roofline's compute rate)."""
+        return min(self.tile_cycles[f] for f in self.fidelities)
+
+    @property
+    def preferred_fidelity(self) -> str:
+        """The most precise allowed fidelity (warm starts and knob defaults)."""
+        return max(self.fidelities, key=FIDELITIES.index)
 
     def dst_limit(self, fp32_acc: bool) -> int:
         return self.dst_tiles_fp32 if fp32_acc else self.dst_tiles

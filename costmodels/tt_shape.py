@@ -214,6 +214,10 @@ def candidate_layouts(shape: TTShape, hw: TensixHardware) -> list[str]:
     for c in sorted(cols, reverse=True):
         for r in {min(hw.grid_y, m_t), _largest_divisor(m_t, hw.grid_y)} - {1}:
             out[f"block/{r}x{c}"] = None
+    # block over the whole grid, columns not dividing the channels: only the DRAM-interleaved path can use it
+    full = (min(hw.grid_y, m_t), min(hw.grid_x, n_t))
+    if full[0] > 1 and full[1] > 1:
+        out[f"block/{full[0]}x{full[1]}"] = None
     # width: channels over all cores
     for cap in (min(hw.cores, n_t), min(hw.cores, n_t) // 2):
         if cap >= 2:

@@ -11,47 +11,51 @@ import numpy as np
 from costmodels.gemm_view import gemm_view
 from costmodels.ir import Level, Loop, Mapping
 from costmodels.protocol import Choice, Param, SearchSpace
-from costmodels.tt_eval import PARAMS, evaluate, resolve
-from costmodels.tt_hardware import FIDELITIES, TensixHardware
+from costmodels.tt_eval import MEMORIES, PARAMS, Evaluation, dram_k_tiles, evaluate
+from costmodels.tt_hardware import TensixHardware
+from costmodels.tt_resolve import MAX_RANK, numeric_inputs
 from costmodels.tt_shape import TTShape, candidate_layouts, cdiv, divisors, layout_stats
 from workload.problem import Problem
 
-#: the ttnn conv default compute config is HiFi4 (hardware-facts.md §4.1, Fidelity per dtype row)
-DEFAULT_FIDELITY = "HiFi4"
+#: in0_block_w (K tiles per streamed block) choices: the largest divisors of K_t up to this many tiles
+MAX_IN0_BLOCK_W = 16
+
+
+def in0_block_w_choices(shape: TTShape) -> tuple[int, ...]:
+    """The 4 largest divisors of the DRAM path's K_t that are at most `MAX_IN0_BLOCK_W` tiles, largest first."""
+    k_t = dram_k_tiles(shape)
+    return tuple(d for d in range(min(k_t, MAX_IN0_BLOCK_W), 0, -1) if k_t % d == 0)[:4]
 
 
 def build_space(shape: TTShape, hw: TensixHardware) -> SearchSpace:
     layouts = candidate_layouts(shape, hw)
     widest = max(len(divisors(layout_stats(shape, hw, lay).pm_t)) for lay in layouts)
     params = (
-        Param(name="layout", choices=tuple(layouts), doc="height/R, block/RxC or width/C sharding over the core grid"),
+        Param(name="layout", choices=tuple(layouts), doc="height/R, block/RxC or width/C over the core grid"),
+        Param(
+            name="memory",
+            choices=MEMORIES,
+            doc="l1-sharded: operands resident in L1 shards; dram-interleaved: blocks streamed from/to DRAM",
+        ),
         Param(
             name="act_block_h_rank",
-            choices=tuple(range(min(widest, 6))),
+            choices=tuple(range(min(widest, MAX_RANK))),
             doc="act_block_h = k-th largest multiple of 32 dividing the per-core height (0 = whole, ttnn default)",
         ),
         Param(name="act_block_w_div", choices=(1, 2, 4), doc="divides the maximum act_block_w (width sharding only)"),
+        Param(name="in0_block_w", choices=in0_block_w_choices(shape), doc="K tiles per streamed block (DRAM only)"),
         Param(name="subblock_rank", choices=(0, 1, 2, 3), doc="k-th feasible output sub-block of ttnn's list"),
         Param(name="act_double_buffer", choices=(False, True)),
-        Param(name="weights_double_buffer", choices=(False, True), doc="block sharding only"),
-        Param(name="split_reader", choices=(False, True), doc="two activation reader kernels"),
-        Param(name="math_fidelity", choices=tuple(FIDELITIES), doc="LoFi..HiFi4: fewer phases, fewer mantissa bits"),
+        Param(name="weights_double_buffer", choices=(False, True), doc="block sharding and DRAM streaming only"),
+        Param(name="split_reader", choices=(False, True), doc="two activation reader kernels (sharded conv)"),
+        Param(
+            name="math_fidelity",
+            choices=tuple(hw.fidelities),
+            doc="the fidelities the preset's policy allows (HiFi4 unless overridden)",
+        ),
         Param(name="fp32_acc", choices=(False, True), doc="accumulate in fp32 in the destination register"),
     )
     return SearchSpace(params=params)
-
-
-SPACE_PARAMS = (
-    "layout",
-    "act_block_h_rank",
-    "act_block_w_div",
-    "subblock_rank",
-    "act_double_buffer",
-    "weights_double_buffer",
-    "split_reader",
-    "math_fidelity",
-    "fp32_acc",
-)
 
 
 def resolve_point(shape: TTShape, hw: TensixHardware, point: dict[str, Choice]) -> dict[str, Choice]:
@@ -59,10 +63,18 @@ def resolve_point(shape: TTShape, hw: TensixHardware, point: dict[str, Choice]) 
     if "act_block_h_rank" not in point:
         return dict(point)
     cols = {k: np.array([v], dtype=object if isinstance(v, str) else None) for k, v in point.items()}
-    res = resolve(shape, hw, cols)
-    out: dict[str, Choice] = {k: (v[0].item() if isinstance(v[0], np.generic) else v[0]) for k, v in res.items()}
-    out["act_block_h_rank"], out["subblock_rank"] = point["act_block_h_rank"], point["subblock_rank"]
+    _, x = numeric_inputs(shape, hw, cols)
+    out = dict(point)
+    out["act_block_h"] = int(x["abh_rows"][0])
+    out["out_subblock"] = f"{int(x['sb_h'][0])}x{int(x['sb_w'][0])}"
     return out
+
+
+def evaluate_point(shape: TTShape, hw: TensixHardware, point: dict[str, Choice]) -> Evaluation:
+    """The model at one point (space or knob point)."""
+    cols = {k: np.array([v], dtype=object if isinstance(v, str) else None) for k, v in point.items()}
+    lt, x = numeric_inputs(shape, hw, cols)
+    return evaluate(shape, hw, lt, x)
 
 
 def _split(axes: list[tuple[str, int]], parts: int) -> tuple[dict[str, int], dict[str, int]]:
@@ -134,7 +146,7 @@ def build_mapping(
 
 
 def point_of(mapping: Mapping) -> dict[str, Choice]:
-    """Recover the point from a mapping's knobs (missing knobs get the ttnn defaults)."""
+    """Recover the point from a mapping's knobs (missing knobs get the ttnn defaults: HiFi4, L1 sharded)."""
     k = mapping.knobs
     return {
         "layout": str(k.get("layout", "")),
@@ -144,8 +156,10 @@ def point_of(mapping: Mapping) -> dict[str, Choice]:
         "act_double_buffer": bool(k.get("act_double_buffer", False)),
         "weights_double_buffer": bool(k.get("weights_double_buffer", False)),
         "split_reader": bool(k.get("split_reader", False)),
-        "math_fidelity": str(k.get("math_fidelity", DEFAULT_FIDELITY)),
+        "math_fidelity": str(k.get("math_fidelity", "HiFi4")),
         "fp32_acc": bool(k.get("fp32_acc", False)),
+        "memory": str(k.get("memory", MEMORIES[0])),
+        "in0_block_w": int(k.get("in0_block_w", 1)),
     }
 
 
@@ -154,10 +168,11 @@ def warm_starts(shape: TTShape, hw: TensixHardware, space: SearchSpace) -> list[
 
     Tall narrow convs (many sticks, few channels) land on height sharding, mid-size on block and
     very wide channels on width; BS only with at least grid_x cores, never WS for matmul-convs.
-    Math fidelity HiFi4, the ttnn default, so the warm start keeps bf16 numerics.
+    Math fidelity: the most precise one the policy allows (HiFi4, the ttnn default, unless overridden).
     """
-    layouts = [str(c) for c in space.params[0].choices]
-    ranks = [int(c) for c in space.params[1].choices]
+    by_name = {p.name: p.choices for p in space.params}
+    layouts = [str(c) for c in by_name["layout"]]
+    ranks = [int(c) for c in by_name["act_block_h_rank"]]
     scored: list[tuple[float, int, dict[str, Choice]]] = []
     for lay in layouts:
         s = layout_stats(shape, hw, lay)
@@ -174,17 +189,15 @@ def warm_starts(shape: TTShape, hw: TensixHardware, space: SearchSpace) -> list[
                 "act_double_buffer": True,
                 "weights_double_buffer": s.kind == "block",
                 "split_reader": s.kind == "height",
-                "math_fidelity": DEFAULT_FIDELITY,
+                "math_fidelity": hw.preferred_fidelity,
                 "fp32_acc": False,
+                "memory": MEMORIES[0],
+                "in0_block_w": int(by_name["in0_block_w"][0]),
             }
-            ev = evaluate(shape, hw, {k: _col(v) for k, v in resolve_point(shape, hw, pt).items()})
+            ev = evaluate_point(shape, hw, pt)
             if bool(ev.feasible[0]):
                 order = {"height": 0, "block": 1, "width": 2}[s.kind]
                 scored.append((float(ev.a["footprint"][0]), order, pt))
                 break
     scored.sort(key=lambda x: (x[0], x[1]))
     return [p for _, _, p in scored]
-
-
-def _col(v: Choice) -> np.ndarray:
-    return np.array([v], dtype=object if isinstance(v, str) else None)

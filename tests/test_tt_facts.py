@@ -70,9 +70,22 @@ def test_overrides_apply_and_validate() -> None:
         get_target("wormhole-n150", {"sram": 1})
 
 
+@pytest.mark.parametrize("name", ["wormhole-n150", "blackhole-p150"])
+def test_fidelity_policy_defaults_to_hifi4(name: str) -> None:
+    # tenstorrent-conv2d.md, Compute Config: math_fidelity = HiFi4 is ttnn's conv default; hardware-facts.md
+    # §4.1 Fidelity per dtype: only FP8/BFP4/BFP2 are exact at LoFi, so bf16/f32 keep HiFi4 unless overridden
+    assert hw(name).fidelities == ("HiFi4",)
+    t = get_target(name, {"fidelities": ["LoFi", "HiFi2"]})
+    assert t.hardware.fidelities == ("LoFi", "HiFi2")  # type: ignore[attr-defined]
+    with pytest.raises(ProblemError, match="fidelities"):
+        get_target(name, {"fidelities": []})
+    with pytest.raises(ProblemError, match="fidelities"):
+        get_target(name, {"fidelities": ["HiFi4", "HiFi4"]})
+
+
 def test_fidelity_scales_compute_cycles() -> None:
     """§4.2 step 1: T_comp = per_core_M * K_t * per_core_N * 16 * F cycles."""
-    t = get_target("wormhole-n150")
+    t = get_target("wormhole-n150", {"fidelities": ["LoFi", "HiFi2", "HiFi3", "HiFi4"]})
     p = conv2d(batch=1, in_channels=64, out_channels=64, input_height=16, input_width=16, kernel=3, padding=1)
     base: dict[str, Any] = {
         "layout": "height/8",
