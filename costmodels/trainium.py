@@ -23,17 +23,20 @@ import numpy as np
 from costmodels.ir import Mapping, coverage_errors, flat_mapping
 from costmodels.presets import load_preset
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Param, SearchSpace, Violation
-from costmodels.trainium_formulas import Evaluation, ProblemConsts, Quantities, evaluate, feasible, lower_bound_cycles
+from costmodels.trainium_batch import Tables, gather_scores
+from costmodels.trainium_formulas import Evaluation, ProblemConsts, Quantities, evaluate, lower_bound_cycles
+from costmodels.trainium_grid import price_grid
 from costmodels.trainium_hw import TrainiumHardware
 from costmodels.trainium_mapping import build_mapping, mapping_quantities, structure_errors
 from costmodels.trainium_messages import violation_messages
-from costmodels.trainium_nest import Roles, roles_of
+from costmodels.trainium_nest import Roles
 from costmodels.trainium_render import render_mapping
-from costmodels.trainium_space import STATIONARY, build_space, columns_quantities, problem_consts
+from costmodels.trainium_space import STATIONARY, build_space, problem_consts
 from workload import dtypes
 from workload.problem import Problem
 
 _NC_MATMUL_DTYPES = ("f8e4m3", "f8e5m2", "bf16", "f16", "f32")
+_KEEP_GRIDS = 4  # priced grids kept per target (each <= 24 bytes per point of the space)
 _UNSUPPORTED = SearchSpace(params=(Param(name="unsupported", choices=("-",), doc="the problem cannot run here"),))
 
 
@@ -46,6 +49,8 @@ class TrainiumTarget:
     def __init__(self, name: str, hardware: TrainiumHardware) -> None:
         self.name = name
         self.hardware = hardware
+        # memo of a pure function: problem JSON -> (space, priced grid); see _priced
+        self._grids: dict[str, tuple[SearchSpace, Tables]] = {}
 
     # ---- problem level --------------------------------------------------------------------
     def supports(self, problem: Problem) -> list[Violation]:
@@ -161,27 +166,24 @@ class TrainiumTarget:
 
     def score_batch(self, problem: Problem, columns: dict[str, np.ndarray]) -> BatchScore:
         n = len(next(iter(columns.values()))) if columns else 1
-        lat = np.full(n, np.inf)
-        off = np.full(n, np.inf)
-        foot = np.full(n, np.inf)
-        ok = np.zeros(n, dtype=bool)
-        if not self.supports(problem):
+        if self.supports(problem):
+            objectives = {name: np.full(n, np.inf) for name in self.objectives}
+            return BatchScore(feasible=np.zeros(n, dtype=bool), objectives=objectives)
+        space, tables = self._priced(problem)
+        lat, off, foot = gather_scores(space, columns, tables)
+        return BatchScore(feasible=lat < np.inf, objectives={"latency": lat, "offchip_bytes": off, "footprint": foot})
+
+    def _priced(self, problem: Problem) -> tuple[SearchSpace, Tables]:
+        """The space of a supported problem and its priced grid, kept for the last few problems."""
+        key = problem.model_dump_json()
+        hit = self._grids.pop(key, None)
+        if hit is None:
             space = self.space(problem)
-            st_col = np.asarray(columns["stationary"], dtype=object)
-            for st in STATIONARY:
-                sel = st_col == st
-                if not sel.any():
-                    continue
-                roles = roles_of(problem, st)
-                q = columns_quantities(problem, space, roles, columns, sel)
-                ev = evaluate(self.hardware, self._consts(problem, roles), q)
-                good = feasible(ev)
-                idx = np.flatnonzero(sel)
-                ok[idx] = good
-                lat[idx] = np.where(good, ev.cycles / self.hardware.te_clock_hz, np.inf)
-                off[idx] = np.where(good, ev.hbm_chip, np.inf)
-                foot[idx] = np.where(good, ev.footprint, np.inf)
-        return BatchScore(feasible=ok, objectives={"latency": lat, "offchip_bytes": off, "footprint": foot})
+            hit = (space, price_grid(self.hardware, problem, space, lambda r: self._consts(problem, r)))
+        self._grids[key] = hit  # most recent last
+        while len(self._grids) > _KEEP_GRIDS:
+            self._grids.pop(next(iter(self._grids)))
+        return hit
 
     # ---- guidance and display -------------------------------------------------------------
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:

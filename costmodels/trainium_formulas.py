@@ -48,10 +48,13 @@ class ProblemConsts:
 
 @dataclass(frozen=True)
 class Quantities:
-    """Per-point loop-nest numbers (all arrays of one length P).
+    """Per-point loop-nest numbers: arrays that broadcast against each other.
 
-    ``t*`` are instruction tile sizes, ``b*`` the tiles of one SBUF block per role, ``trips`` and
-    ``roles`` the block loops (level ``hbm``) outermost first, shape (P, L).
+    ``t*`` are instruction tile sizes, ``b*`` the tiles of one SBUF block per role and ``h*`` the
+    block-loop trips (level ``hbm``) per role. ``fetch_stat`` / ``fetch_mov`` are the block fetches
+    of each input (`fetches`) and ``live_out`` the output blocks open at once (`live_output_blocks`).
+    One mapping gives arrays of length 1; `score_batch` gives arrays shaped over the grid of the
+    space's choices (each quantity varying only along the parameters it depends on).
     """
 
     ts: F
@@ -62,15 +65,21 @@ class Quantities:
     bm: F
     bk: F
     bb: F
-    trips: F
-    roles: F
+    hs: F
+    hm: F
+    hk: F
+    hb: F
+    fetch_stat: F
+    fetch_mov: F
+    live_out: F
     cores: F
     chip_k: F
     acc_psum: F
 
 
-def _role_trips(q: Quantities, role: int) -> F:
-    return np.prod(np.where(q.roles == role, q.trips, 1), axis=1)
+def role_trips(trips: F, roles: F, role: int) -> F:
+    """Product of the block-loop trips of one role (rows of `trips`, one column per loop)."""
+    return np.prod(np.where(roles == role, trips, 1), axis=1)
 
 
 def fetches(trips: F, roles: F, relevant: tuple[int, ...]) -> F:
@@ -115,8 +124,11 @@ class Evaluation:
 
 
 def evaluate(hw: TrainiumHardware, c: ProblemConsts, q: Quantities) -> Evaluation:
-    """Price and check every point of `q` (see the module docstring for the sources)."""
-    hs, hm, hk, hb = (_role_trips(q, r) for r in (S, M, K, B))
+    """Price and check every point of `q` (see the module docstring for the sources).
+
+    Elementwise only, so the arrays of `q` may have any shapes that broadcast together.
+    """
+    hs, hm, hk, hb = q.hs, q.hm, q.hk, q.hb
     n_out = (q.bs * hs) * (q.bm * hm) * (q.bb * hb)  # output tiles per core
     n_inst = n_out * (q.bk * hk)
     # nki-nc_matmul.txt, Estimated instruction cost
@@ -125,8 +137,8 @@ def evaluate(hw: TrainiumHardware, c: ProblemConsts, q: Quantities) -> Evaluatio
     es, em, ek = q.ts * q.bs, q.tm * q.bm, q.tk * q.bk  # block extents (elements)
     stat_blk = es * ek * q.bb * c.s_stat
     mov_blk = em * ek * q.bb * c.s_mov
-    core_stat = fetches(q.trips, q.roles, (B, S, K)) * stat_blk
-    core_mov = fetches(q.trips, q.roles, (B, M, K)) * mov_blk
+    core_stat = q.fetch_stat * stat_blk
+    core_mov = q.fetch_mov * mov_blk
     core_out = es * hs * em * hm * q.bb * hb * c.s_out
     # every input is read whole at least once (strided im2col reads are not cheaper than the tensor)
     hbm_chip = (
@@ -143,7 +155,7 @@ def evaluate(hw: TrainiumHardware, c: ProblemConsts, q: Quantities) -> Evaluatio
     add = 2 * q.tm + hw.access_overhead_cycles
     psum = q.acc_psum.astype(bool)
     evict = np.where(psum, n_out * copy, n_out * (copy + (hk - 1) * add)) * ve
-    live = q.bs * q.bm * q.bb * live_output_blocks(q.trips, q.roles)
+    live = q.bs * q.bm * q.bb * q.live_out
     # the first blocks' DMA cannot overlap anything; the final drain is ignored, as in the recipe
     fill = prologue
     cycles = fill + np.maximum(np.maximum(te, np.maximum(dma - prologue, 0.0)), evict)
@@ -157,7 +169,7 @@ def evaluate(hw: TrainiumHardware, c: ProblemConsts, q: Quantities) -> Evaluatio
     n_evict = np.where(psum, n_out, n_out * hk)
     psum_bytes = (n_inst + n_evict) * q.ts * q.tm * 4.0 * q.cores
     violated = {
-        "unsupported": np.full(q.ts.shape, not c.supported),
+        "unsupported": np.full(np.shape(q.ts), not c.supported),
         "stationary-free": q.ts > hw.pe_cols,
         "moving-free": q.tm > hw.moving_free_max,
         "contraction": q.tk > hw.max_contraction(c.double_row),
@@ -175,11 +187,12 @@ def evaluate(hw: TrainiumHardware, c: ProblemConsts, q: Quantities) -> Evaluatio
 
 
 def feasible(ev: Evaluation) -> F:
-    """Points that violate no constraint."""
-    bad = np.zeros_like(ev.cycles, dtype=bool)
-    for mask in ev.violated.values():
-        bad |= mask
-    return ~bad
+    """Points that violate no constraint (shaped like the broadcast of every mask and ``cycles``)."""
+    shape = np.broadcast_shapes(np.shape(ev.cycles), *(np.shape(m) for m in ev.violated.values()))
+    bad: F | bool = False
+    for mask in sorted(ev.violated.values(), key=np.size):  # small masks first: cheap broadcasts
+        bad = bad | mask
+    return np.broadcast_to(~np.asarray(bad), shape)
 
 
 def lower_bound_cycles(hw: TrainiumHardware, c: ProblemConsts, min_bytes: float) -> tuple[float, float]:

@@ -19,8 +19,8 @@ import math
 import numpy as np
 
 from costmodels.ir import Fill, Level, Loop, Mapping
-from costmodels.trainium_formulas import Quantities
-from costmodels.trainium_nest import LEVELS, ROLE_CODE, Roles, RoleSplit, role_splits, roles_of
+from costmodels.trainium_formulas import Quantities, fetches, live_output_blocks, role_trips
+from costmodels.trainium_nest import LEVELS, ROLE_CODE, B, K, M, Roles, RoleSplit, S, role_splits, roles_of
 from workload.problem import Problem
 
 
@@ -103,8 +103,13 @@ def mapping_quantities(problem: Problem, mapping: Mapping) -> tuple[Roles, Quant
         bm=arr(prod("sbuf", "m")),
         bk=arr(prod("sbuf", "k")),
         bb=arr(prod("sbuf", "b")),
-        trips=trips,
-        roles=codes,
+        hs=role_trips(trips, codes, S),
+        hm=role_trips(trips, codes, M),
+        hk=role_trips(trips, codes, K),
+        hb=role_trips(trips, codes, B),
+        fetch_stat=fetches(trips, codes, (B, S, K)),
+        fetch_mov=fetches(trips, codes, (B, M, K)),
+        live_out=live_output_blocks(trips, codes),
         cores=arr(cores),
         chip_k=arr(prod("chip", "k")),
         acc_psum=np.asarray([mapping.knobs.get("acc", "sbuf") == "psum"]),

@@ -1,4 +1,4 @@
-"""The Trainium mapping space, its columns as formula inputs (vectorised), and warm starts.
+"""The Trainium mapping space: its parameters and the choices worth offering for a problem.
 
 Parameters (hardware-facts.md §2.2 step 1 and nki-nc_matmul.txt limits):
 
@@ -10,20 +10,20 @@ Parameters (hardware-facts.md §2.2 step 1 and nki-nc_matmul.txt limits):
 - ``acc``: accumulate across K blocks in an SBUF fp32 tile (``sbuf``) or keep PSUM banks (``psum``);
 - ``cores`` and ``shard``: NeuronCores used and the role split over them.
 
-Choices that give the same tiles for this problem are dropped, so small problems have small spaces.
+Choices that give the same loop nest as a kept choice for this problem are dropped (see
+`build_space`), so small problems have small spaces. The space is a product of choices, so a
+choice is dropped only when it repeats a mapping at every point: ``cores=1`` still comes with
+every shard choice (the same nest).
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 
-import numpy as np
-
 from costmodels.protocol import Param, SearchSpace
-from costmodels.trainium_formulas import ProblemConsts, Quantities
+from costmodels.trainium_formulas import ProblemConsts
 from costmodels.trainium_hw import TrainiumHardware
-from costmodels.trainium_nest import ROLE_CODE, Roles, roles_of, split_role
+from costmodels.trainium_nest import Roles, roles_of, split_role
 from workload import dtypes
 from workload.problem import Problem
 
@@ -89,91 +89,69 @@ def core_choices(hw: TrainiumHardware) -> tuple[int, ...]:
     return tuple(out)
 
 
+def _most_tiles(problem: Problem, role_pairs: list[tuple[Roles, str]], caps: tuple[int, ...]) -> int:
+    """Most instruction tiles a role can have (smallest tile cap, one core): its most block-loop trips."""
+    return max(math.prod(split_role(_sizes(problem, r, role), cap, 1, 1).hbm) for r, role in role_pairs for cap in caps)
+
+
+def distinct_orders(busy: str) -> tuple[str, ...]:
+    """One order per relative order of the roles that can have several blocks (`busy`).
+
+    A role with a single block has no block loop, so where the order puts it changes neither the
+    loop nest nor the cost.
+    """
+    seen: set[str] = set()
+    out: list[str] = []
+    for o in ORDERS:
+        key = "".join(c for c in o if c in busy)
+        if key not in seen:
+            seen.add(key)
+            out.append(o)
+    return tuple(out)
+
+
+def _distinct_cores(problem: Problem, hw: TrainiumHardware, cases: list[tuple[list[int], int]]) -> tuple[int, ...]:
+    """Core counts whose split of some sharded role (`cases`: sizes, tile cap) differs from every smaller kept one."""
+    kept: list[int] = []
+    seen: list[set[tuple[int, ...]]] = [set() for _ in cases]
+    for c in core_choices(hw):
+        chips = [split_role(sizes, cap, c, 1).chip for sizes, cap in cases]
+        if not kept or any(ch not in s for ch, s in zip(chips, seen, strict=True)):
+            kept.append(c)
+            for ch, s in zip(chips, seen, strict=True):
+                s.add(ch)
+    return tuple(kept)
+
+
 def build_space(hw: TrainiumHardware, problem: Problem, double_row: bool) -> SearchSpace:
-    """The mapping choices of a supported binary problem."""
+    """The mapping choices of a supported binary problem, without choices that repeat a mapping.
+
+    Dropped: tile and block caps that give the same split as a kept one; loop orders that differ
+    only in where a role with a single block goes; shard roles with a single tile (nothing to
+    split: the same nest as one core); core counts that split every shardable role like a smaller one.
+    """
     both = [roles_of(problem, s) for s in STATIONARY]
     k_caps = ((2 * hw.pe_rows,) if double_row and hw.fp8_double_row else ()) + TILE_K_CAPS
     ts = _distinct_caps(problem, TILE_STAT_CAPS, [(r, "s") for r in both])
     tm = _distinct_caps(problem, TILE_MOV_CAPS, [(r, "m") for r in both])
     tk = _distinct_caps(problem, k_caps, [(both[0], "k")])
-    shards = ("m", "s") + (("b",) if both[0].axes["b"] and math.prod(_sizes(problem, both[0], "b")) > 1 else ())
+    caps = {"s": ts, "m": tm, "k": tk, "b": (1,)}
+    pairs = {role: [(r, role) for r in both] for role in "smkb"}
+    busy = "".join(role for role in "smk" if _most_tiles(problem, pairs[role], caps[role]) > 1)
+    shards = tuple(role for role in ("m", "s", "b") if _most_tiles(problem, pairs[role], caps[role]) > 1)
+    cases = [(_sizes(problem, r, role), int(cap)) for role in shards for r, _ in pairs[role] for cap in caps[role]]
+    cores = _distinct_cores(problem, hw, cases) if shards else (1,)
     params = (
         Param(name="stationary", choices=STATIONARY, doc="input held in the array: the weight or the other one"),
         Param(name="tile_stat", choices=ts, doc="stationary free elements per nc_matmul (<= 128)"),
         Param(name="tile_mov", choices=tm, doc="moving free elements per nc_matmul (<= 512)"),
         Param(name="tile_k", choices=tk, doc="contraction elements per nc_matmul (<= 128; 256 fp8 double_row)"),
-        Param(name="block_stat", choices=_block_caps(problem, [(r, "s") for r in both], ts), doc="tiles per block"),
-        Param(name="block_mov", choices=_block_caps(problem, [(r, "m") for r in both], tm), doc="tiles per block"),
+        Param(name="block_stat", choices=_block_caps(problem, pairs["s"], ts), doc="tiles per block"),
+        Param(name="block_mov", choices=_block_caps(problem, pairs["m"], tm), doc="tiles per block"),
         Param(name="block_k", choices=_block_caps(problem, [(both[0], "k")], tk), doc="tiles per block"),
-        Param(name="order", choices=ORDERS, doc="block loops outermost first"),
+        Param(name="order", choices=distinct_orders(busy), doc="block loops outermost first"),
         Param(name="acc", choices=ACCS, doc="accumulate across K blocks in SBUF or in PSUM banks"),
-        Param(name="cores", choices=core_choices(hw), doc="NeuronCores used"),
-        Param(name="shard", choices=shards, doc="role split over the cores"),
+        Param(name="cores", choices=cores, doc="NeuronCores used"),
+        Param(name="shard", choices=shards or ("m",), doc="role split over the cores"),
     )
     return SearchSpace(params=params)
-
-
-def _index(col: np.ndarray, choices: tuple[object, ...], name: str) -> np.ndarray:
-    """Positions of each column value among `choices` (vectorised through the unique values)."""
-    uniq, inv = np.unique(np.asarray(col), return_inverse=True)
-    pos = {c: i for i, c in enumerate(choices)}
-    try:
-        lut = np.asarray([pos[u.item() if isinstance(u, np.generic) else u] for u in uniq], dtype=np.int64)
-    except KeyError as e:
-        raise ValueError(f"{name}={e.args[0]!r} is not a choice of this space") from None
-    return lut[inv.reshape(-1)]
-
-
-def columns_quantities(
-    problem: Problem, space: SearchSpace, roles: Roles, cols: dict[str, np.ndarray], sel: np.ndarray
-) -> Quantities:
-    """Formula inputs of the points `sel` of `cols` (all with the stationary choice of `roles`).
-
-    Each role's split depends on (tile cap, cores on that role, block cap) only, so it is
-    tabulated over the choices with `split_role` (the function `build_mapping` uses) and looked up.
-    """
-    ch = {p.name: p.choices for p in space.params}
-    idx = {name: _index(cols[name], ch[name], name)[sel] for name in ch}
-    n = int(sel.sum()) if sel.dtype == bool else len(sel)
-    cores_ch = ch["cores"]
-    keys = {"s": ("tile_stat", "block_stat"), "m": ("tile_mov", "block_mov"), "k": ("tile_k", "block_k")}
-    tab: dict[str, dict[str, np.ndarray]] = {}
-    for role in "bsmk":
-        sizes = _sizes(problem, roles, role)
-        t_ch = ch[keys[role][0]] if role != "b" else (1,)
-        b_ch = ch[keys[role][1]] if role != "b" else (1,)
-        shape = (len(t_ch), len(cores_ch), len(b_ch))
-        t = {f: np.ones(shape) for f in ("tile", "sbuf", "hbm", "chip")}
-        for (i, tc), (j, cc), (k, bc) in itertools.product(enumerate(t_ch), enumerate(cores_ch), enumerate(b_ch)):
-            sp = split_role(sizes, int(tc), int(cc), int(bc))
-            for f in t:
-                t[f][i, j, k] = math.prod(getattr(sp, f))
-        tab[role] = t
-    shard = np.asarray(ch["shard"], dtype=object)[idx["shard"]]
-    one = cores_ch.index(1)
-    vals: dict[str, dict[str, np.ndarray]] = {}
-    for role in "bsmk":
-        ti = idx[keys[role][0]] if role != "b" else np.zeros(n, dtype=np.int64)
-        bi = idx[keys[role][1]] if role != "b" else np.zeros(n, dtype=np.int64)
-        ci = np.where(shard == role, idx["cores"], one)
-        vals[role] = {f: tab[role][f][ti, ci, bi] for f in tab[role]}
-    order_codes = np.asarray([[ROLE_CODE[c] for c in str(o)] for o in ch["order"]], dtype=np.int64)[idx["order"]]
-    slot_roles = np.concatenate([np.zeros((n, 1), dtype=np.int64), order_codes], axis=1)
-    hbm_by_code = np.stack([vals[r]["hbm"] for r in "bsmk"], axis=1)  # code order b, s, m, k
-    trips = np.take_along_axis(hbm_by_code, slot_roles, axis=1)
-    acc = np.asarray(ch["acc"], dtype=object)[idx["acc"]]
-    return Quantities(
-        ts=vals["s"]["tile"],
-        tm=vals["m"]["tile"],
-        tk=vals["k"]["tile"],
-        tb=vals["b"]["tile"],
-        bs=vals["s"]["sbuf"],
-        bm=vals["m"]["sbuf"],
-        bk=vals["k"]["sbuf"],
-        bb=vals["b"]["sbuf"],
-        trips=trips.astype(float),
-        roles=slot_roles,
-        cores=vals["b"]["chip"] * vals["s"]["chip"] * vals["m"]["chip"] * vals["k"]["chip"],
-        chip_k=vals["k"]["chip"],
-        acc_psum=acc == "psum",
-    )
