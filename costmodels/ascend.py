@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 
 from costmodels import ascend_cube_cost as cc
-from costmodels.ascend_cube import CUBE_PARAMS, CubeSetup, cube_arrays, cube_mapping, cube_setup, cube_space
+from costmodels.ascend_cube import CUBE_PARAMS, CubeSetup, cube_mapping
 from costmodels.ascend_hw import AscendHardware
+from costmodels.ascend_prepared import PreparedMemo
 from costmodels.ascend_render import render_mapping
-from costmodels.ascend_rules import cube_tile_rules, supports, vector_tile_rules
+from costmodels.ascend_rules import cube_tile_rules, vector_tile_rules
 from costmodels.ascend_vector import (
     VECTOR_PARAMS,
     VectorSetup,
@@ -24,7 +25,6 @@ from costmodels.ascend_vector import (
     vector_feasible,
     vector_mapping,
     vector_peak_cycles,
-    vector_space,
     vector_terms,
 )
 from costmodels.ascend_warm import cube_warm_starts, vector_warm_starts
@@ -45,19 +45,20 @@ class AscendTarget:
     def __init__(self, name: str, hardware: AscendHardware) -> None:
         self.name = name
         self.hardware = hardware
+        self._memo = PreparedMemo(hardware, name)
 
     # ---- problem level ----------------------------------------------------------------------
     def supports(self, problem: Problem) -> list[Violation]:
-        return supports(problem, self.hardware, self.name)
+        return list(self._memo.get(problem).unsupported)
 
     def _cube(self, problem: Problem) -> CubeSetup:
-        return cube_setup(problem, self.hardware)
+        return self._memo.get(problem).cube
 
     def _vector(self, problem: Problem) -> VectorSetup:
-        return VectorSetup(problem=problem, hw=self.hardware)
+        return self._memo.get(problem).vector
 
     def space(self, problem: Problem) -> SearchSpace:
-        return cube_space(self._cube(problem)) if problem.is_binary else vector_space(self._vector(problem))
+        return self._memo.get(problem).space
 
     def mapping(self, problem: Problem, point: dict[str, Choice]) -> Mapping:
         if problem.is_binary:
@@ -80,12 +81,7 @@ class AscendTarget:
         return LowerBound(cycles=max(comp, mem), compute_cycles=comp, memory_cycles=mem, reason=reason)
 
     # ---- point level ------------------------------------------------------------------------
-    def _terms(self, problem: Problem, columns: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], ...]:
-        if problem.is_binary:
-            s = self._cube(problem)
-            a = cube_arrays(s, columns)
-            t = cc.cube_terms(s, a)
-            return a, t, cc.cube_feasible(s, a, t)
+    def _vector_terms(self, problem: Problem, columns: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], ...]:
         v = self._vector(problem)
         a = vector_arrays(v, columns)
         t = vector_terms(v, a)
@@ -104,12 +100,13 @@ class AscendTarget:
         cols = self._columns(problem, mapping)
         if cols is None:
             return [*out, Violation(code="knobs", message="the mapping lacks this target's point parameters")]
-        a, t, _ = self._terms(problem, cols)
         if problem.is_binary:
-            s = self._cube(problem)
-            out += cc.cube_violations(s, a, t)
-            out += cube_tile_rules(problem, self.hardware, mapping, s.k0)
+            prep = self._memo.get(problem)
+            f, t = prep.cube_point(cols)
+            out += cc.cube_violations(prep.cube, prep.consts, f, t)
+            out += cube_tile_rules(problem, self.hardware, mapping, prep.cube.k0)
         else:
+            _, t, _ = self._vector_terms(problem, cols)
             if not bool(t["ub"][0] <= self.hardware.ub_bytes):
                 out.append(
                     Violation(
@@ -125,14 +122,18 @@ class AscendTarget:
         cols = self._columns(problem, mapping)
         if cols is None:
             raise ValueError("the mapping lacks this target's point parameters; build it with mapping()")
-        _, t, _ = self._terms(problem, cols)
         hw = self.hardware
         lb = self.lower_bound(problem)
-        cycles = float(t["cycles"][0])
-        pick = {k: float(v[0]) for k, v in t.items() if getattr(v, "ndim", 0) == 1}
+        if problem.is_binary:
+            f, t = self._memo.get(problem).cube_point(cols)
+            pick = cc.cube_report_terms(f, t)
+        else:
+            _, t, _ = self._vector_terms(problem, cols)
+            pick = {k: float(v[0]) for k, v in t.items() if getattr(v, "ndim", 0) == 1}
+        cycles = pick["cycles"]
         if problem.is_binary:
             breakdown = {k: pick[k] for k in ("cube", "mte2", "mte1", "fix", "hbm")}
-            bound = cc.cube_bound(t)
+            bound = cc.cube_bound(pick)
             levels = {"hbm": pick["offchip"], "gm": pick["gm_bytes"], "l1": pick["gm_bytes"]}
             levels |= {"l0a": pick["l0a_bytes"], "l0b": pick["l0b_bytes"], "l0c": pick["l0c_bytes"]}
             notes: tuple[str, ...] = (
@@ -167,11 +168,15 @@ class AscendTarget:
             empty = np.zeros(0)
             return BatchScore(feasible=np.zeros(0, dtype=bool), objectives={o: empty for o in self.objectives})
         inf = np.inf
-        if self.supports(problem):
+        prep = self._memo.get(problem)
+        if prep.unsupported:
             return BatchScore(
                 feasible=np.zeros(n, dtype=bool), objectives={o: np.full(n, inf) for o in self.objectives}
             )
-        _, t, feas = self._terms(problem, columns)
+        if problem.is_binary:
+            res = prep.cube_scores(columns)
+            return BatchScore(feasible=res["ok"], objectives={o: res[o] for o in self.objectives})
+        _, t, feas = self._vector_terms(problem, columns)
         ok = np.ones(n, dtype=bool)
         for arr in feas.values():
             ok &= np.asarray(arr, dtype=bool)
@@ -185,7 +190,7 @@ class AscendTarget:
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
         """Rules of thumb first (PTO's recommended base tiles lead for TMATMUL); the rest feasible-first."""
         space = self.space(problem)
-        starts = cube_warm_starts(self.hardware, space) if problem.is_binary else vector_warm_starts(space)
+        starts = cube_warm_starts(self._cube(problem), space) if problem.is_binary else vector_warm_starts(space)
         head, rest = (starts[:1], starts[1:]) if problem.is_binary else ([], starts)
         if rest:
             cols = {n: np.asarray([p[n] for p in rest], dtype=object) for n in space.names()}

@@ -18,8 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-import numpy as np
-
 from costmodels.ascend_hw import AscendHardware
 from costmodels.ascend_tiling import GroupNest, capped_choices, core_grids, nest_group, parse_grid, round_up
 from costmodels.gemm_view import GemmView, gemm_view
@@ -177,36 +175,3 @@ def cube_mapping(s: CubeSetup, preset: str, point: dict[str, Choice]) -> Mapping
         acc_layout="Nz",
     )
     return Mapping(target=preset, levels=levels, acc_dtype=s.acc, fill=fill, knobs=knobs)
-
-
-def cube_arrays(s: CubeSetup, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Per-point level sizes of every group, as arrays (one entry per point).
-
-    Group splits are computed once per distinct combination of the parameters they depend on.
-    """
-    n_pts = len(columns["base_m"])
-    grids = np.asarray(columns["core_grid"]).astype(str)
-    uniq_grid, grid_inv = np.unique(grids, return_inverse=True)
-    gparts = np.array([parse_grid(g) for g in uniq_grid], dtype=np.int64).reshape(-1, 3)[grid_inv]
-    out: dict[str, np.ndarray] = {"grid_b": gparts[:, 0], "grid_m": gparts[:, 1], "grid_n": gparts[:, 2]}
-
-    def split(name: str, cols: list[np.ndarray], group: str, nlev: int) -> None:
-        key = np.zeros(n_pts, dtype=np.int64)
-        for c in cols:  # one integer code per distinct combination (np.unique over rows is slow)
-            vals, code = np.unique(np.asarray(c, dtype=np.int64), return_inverse=True)
-            key = key * len(vals) + code.reshape(-1)
-        _, first, inv = np.unique(key, return_index=True, return_inverse=True)
-        uniq = np.stack([np.asarray(c, dtype=np.int64)[first] for c in cols], axis=1)
-        sizes = np.array(
-            [[nest_group(s.axes(group), tuple(int(x) for x in row)).size(i) for i in range(nlev)] for row in uniq],
-            dtype=np.int64,
-        ).reshape(-1, nlev)[inv.reshape(-1)]
-        for i in range(nlev):
-            out[f"{name}{i}"] = sizes[:, i]
-
-    split("b", [out["grid_b"]], "b", 2)
-    split("m", [columns["base_m"], columns["l1_m"], out["grid_m"]], "m", 4)
-    split("n", [columns["base_n"], columns["l1_n"], out["grid_n"]], "n", 4)
-    split("k", [columns["base_k"], columns["l1_k"]], "k", 3)
-    out["db"] = np.asarray(columns["double_buffer"], dtype=bool).reshape(n_pts)
-    return out

@@ -1,7 +1,8 @@
 """Feasibility and cost of TMATMUL mappings, written once over numpy arrays.
 
-`cube_terms` prices every point of `cube_arrays` at once; `AscendTarget.cost` calls it with
-one point, `score_batch` with thousands, so the two cannot drift. The recipe is
+`cube_model` combines the fields of the per-parameter tables (ascend_cube_tables.py) into every
+term of the cost model; `AscendTarget.cost` runs it on one point, `score_batch` on many (per
+point or per cell of a grid, ascend_batch.py), so they cannot drift. The recipe is
 hardware-facts.md §3.2 (Ascend A2/A3, A5):
 
 1. fractal padding ``m' = ceil16(m)``, ``k' = ceil(k/k0)*k0``, ``n' = ceil16(n)``;
@@ -17,99 +18,123 @@ hardware-facts.md §3.2 (Ascend A2/A3, A5):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from costmodels.ascend_cube import CubeSetup
 from costmodels.protocol import Violation
-from workload import dtypes
 
 #: Stage names reported in the breakdown, and the bound each maps to.
 STAGES = (("cube", "compute"), ("mte2", "dma"), ("mte1", "stream"), ("fix", "dma"), ("hbm", "dma"))
+Arrays = dict[str, np.ndarray]
 
 
-def _ru(x: np.ndarray, m: int) -> np.ndarray:
-    return -(-x // m) * m
+@dataclass(frozen=True)
+class CubeConsts:
+    """The point-independent numbers of the formulas (hoisted out of the per-point path)."""
+
+    head: float
+    mte2_rate: float
+    fix_rate: float
+    hbm_rate: float  # aggregate: all AI cores
+    min_bytes: float
+    l2_resident: bool
+    clock_hz: float
+    l0a: int
+    l0b: int
+    l0c: int
+    l1: int
+    aic: int
 
 
-def cube_terms(s: CubeSetup, a: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Every intermediate quantity of the cube cost model, one entry per point."""
+def cube_consts(s: CubeSetup) -> CubeConsts:
     hw = s.hw
-    sa, sb, so = (dtypes.info(d).bytes for d in (s.left, s.right, s.out))
-    tm, lm, cm_used, bm = a["m0"], a["m1"], a["m2"], a["m3"]
-    tn, ln, cn_used, bn = a["n0"], a["n1"], a["n2"], a["n3"]
-    tk, lk, nk = a["k0"], a["k1"], a["k2"]
-    cb_used, bb = a["b0"], a["b1"]
-    db = a["db"]
-    mp, kp, np_ = _ru(tm, hw.fractal_m), _ru(tk, s.k0), _ru(tn, hw.fractal_n)
-    t: dict[str, np.ndarray] = {"mp": mp, "kp": kp, "np": np_, "tm": tm, "tk": tk, "tn": tn}
-    t["l0a"] = mp * kp * sa
-    t["l0b"] = kp * np_ * sb
-    t["acc"] = lm * ln * mp * np_ * 4  # fp32 / int32 accumulator (pto-tmatmul.txt, Constraints)
-    t["l1"] = lm * mp * lk * kp * sa + lk * kp * ln * np_ * sb
-    blocks = bb * bm * bn
-    steps = blocks * nk
-    tiles = steps * lm * ln * lk  # TMATMULs per core
-    t_m = hw.cube_head_cycles + s.repeats * (mp / hw.fractal_m) * (kp / s.k0) * (np_ / hw.fractal_n)
-    t_mte1 = t["l0a"] / hw.l1_to_l0a_bytes_per_cycle + t["l0b"] / hw.l1_to_l0b_bytes_per_cycle
-    a_chunk = lm * tm * lk * tk * sa * s.a_ratio
-    b_chunk = lk * tk * ln * tn * sb * s.b_ratio
-    a_loads = bb * bm * np.where(nk > 1, bn, 1) * nk  # A stays in L1 across N blocks when K fits one chunk
-    gm_core = a_loads * a_chunk + steps * b_chunk
-    rate = hw.l2_bytes_per_cycle_per_core if s.l2_resident else hw.hbm_bytes_per_cycle_per_core
-    out_block = lm * ln * tm * tn * so
-    mte2 = gm_core / rate
-    mte1 = tiles * t_mte1
-    cube = tiles * t_m
-    fix = blocks * out_block / hw.l0c_to_gm_bytes_per_cycle
-    serial = mte2 + mte1 + cube + fix
-    top = np.maximum(np.maximum(mte2, mte1), cube)
-    pipe = top + (mte2 + mte1 + cube - top) / steps
-    overlap = 2 * t["acc"] <= hw.l0c_bytes
-    doubled = np.where(overlap, np.maximum(pipe, fix) + fix / blocks, pipe + fix)
-    core = np.where(db, doubled, serial)
-    cores_used = cb_used * cm_used * cn_used
-    traffic = cores_used * (gm_core + blocks * out_block)
-    min_bytes = s.problem.min_bytes
-    offchip = np.full(tm.shape, float(min_bytes)) if s.l2_resident else np.maximum(min_bytes, traffic)
-    hbm = offchip / (hw.aic_cores * hw.hbm_bytes_per_cycle_per_core)
-    t.update(
-        cube=cube,
-        mte2=mte2,
-        mte1=mte1,
-        fix=fix,
-        hbm=hbm,
-        core=core,
-        cycles=np.maximum(core, hbm),
-        offchip=offchip,
-        footprint=(t["l1"] + t["l0a"] + t["l0b"]) * (1 + db) + t["acc"],
-        tiles=tiles,
-        cores_used=cores_used,
-        gm_bytes=cores_used * gm_core,
-        l0a_bytes=cores_used * tiles * t["l0a"],
-        l0b_bytes=cores_used * tiles * t["l0b"],
-        l0c_bytes=cores_used * blocks * t["acc"],
-        fix_overlap=overlap,
+    return CubeConsts(
+        head=hw.cube_head_cycles,
+        mte2_rate=hw.l2_bytes_per_cycle_per_core if s.l2_resident else hw.hbm_bytes_per_cycle_per_core,
+        fix_rate=hw.l0c_to_gm_bytes_per_cycle,
+        hbm_rate=hw.aic_cores * hw.hbm_bytes_per_cycle_per_core,
+        min_bytes=s.problem.min_bytes,
+        l2_resident=s.l2_resident,
+        clock_hz=hw.clock_hz,
+        l0a=hw.l0a_bytes,
+        l0b=hw.l0b_bytes,
+        l0c=hw.l0c_bytes,
+        l1=hw.l1_bytes,
+        aic=hw.aic_cores,
     )
-    return t
 
 
-def cube_feasible(s: CubeSetup, a: dict[str, np.ndarray], t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Constraint code -> boolean array (True where the point satisfies it)."""
-    hw = s.hw
-    halve = 1 + a["db"]
-    lim = hw.tmatmul_max_dim
+def cube_model(c: CubeConsts, f: Arrays) -> Arrays:
+    """Every term of the cube cost model from the table fields (one entry per point or cell)."""
+    tiles = f["tiles_m"] * f["lknk"] * f["tiles_n"]  # TMATMULs per core
+    cube = tiles * (c.head + f["u"] * f["v"])  # step 3, per TMATMUL 6 + r*(m'/16)*(k'/k0)*(n'/16)
+    mte1 = tiles * (f["a1"] + f["b1"])
+    blocks = f["blocks_m"] * f["bn"]
+    steps = blocks * f["nk"]
+    a_loads = np.maximum(steps * f["kmulti"], f["blocks_m"])  # A stays in L1 across N blocks when K fits one chunk
+    gm_core = a_loads * f["ach"] + steps * f["bch"]
+    mte2 = gm_core / c.mte2_rate
+    out_bytes = f["bo_m"] * f["bo_n"]  # blocks x output block bytes
+    fix = out_bytes / c.fix_rate
+    three = mte2 + mte1 + cube
+    serial = three + fix
+    top = np.maximum(np.maximum(mte2, mte1), cube)
+    pipe = top + (three - top) / steps
+    acc = f["acc_m"] * f["acc_n"]
+    overlap = 2 * acc <= c.l0c
+    doubled = np.where(overlap, np.maximum(pipe, fix) + fix / blocks, pipe + fix)
+    core = np.where(f["db"], doubled, serial)
+    cores_used = f["cores_m"] * f["cores_n"]
+    traffic = cores_used * (gm_core + out_bytes)
+    offchip = np.full(np.shape(traffic), c.min_bytes) if c.l2_resident else np.maximum(c.min_bytes, traffic)
+    hbm = offchip / c.hbm_rate
     return {
-        "tmatmul-range": (t["tm"] >= 1)
-        & (t["tm"] <= lim)
-        & (t["tk"] >= 1)
-        & (t["tk"] <= lim)
-        & (t["tn"] >= 1)
-        & (t["tn"] <= lim),
-        "l0a-capacity": t["l0a"] * halve <= hw.l0a_bytes,
-        "l0b-capacity": t["l0b"] * halve <= hw.l0b_bytes,
-        "l0c-capacity": t["acc"] <= hw.l0c_bytes,
-        "l1-capacity": t["l1"] * halve <= hw.l1_bytes,
-        "core-count": a["grid_b"] * a["grid_m"] * a["grid_n"] <= hw.aic_cores,
+        "cube": cube,
+        "mte2": mte2,
+        "mte1": mte1,
+        "fix": fix,
+        "hbm": hbm,
+        "core": core,
+        "cycles": np.maximum(core, hbm),
+        "offchip": offchip,
+        "footprint": (f["fa"] + f["fb"]) * f["h"] + acc,
+        "tiles": tiles,
+        "blocks": blocks,
+        "acc": acc,
+        "l1": f["l1a"] + f["l1b"],
+        "gm_core": gm_core,
+        "cores_used": cores_used,
+        "fix_overlap": overlap,
+    }
+
+
+def cube_checks(c: CubeConsts, f: Arrays, t: Arrays) -> Arrays:
+    """Constraint code -> boolean array (True where the point satisfies it)."""
+    h = f["h"]  # ping-pong halves the buffers
+    return {
+        "tmatmul-range": f["rng_m"] & f["rng_n"],
+        "l0a-capacity": f["l0a"] * h <= c.l0a,
+        "l0b-capacity": f["l0b"] * h <= c.l0b,
+        "l0c-capacity": t["acc"] <= c.l0c,
+        "l1-capacity": t["l1"] * h <= c.l1,
+        "core-count": f["grid_ok"],
+    }
+
+
+def cube_scores(c: CubeConsts, f: Arrays) -> Arrays:
+    """What `score_batch` returns: feasibility and the objectives (inf where infeasible)."""
+    t = cube_model(c, f)
+    ok: np.ndarray | None = None
+    for passed in cube_checks(c, f, t).values():
+        ok = passed if ok is None else ok & passed
+    assert ok is not None
+    return {
+        "ok": ok,
+        "latency": np.where(ok, t["cycles"] / c.clock_hz, np.inf),
+        "offchip_bytes": np.where(ok, t["offchip"], np.inf),
+        "footprint": np.where(ok, t["footprint"], np.inf),
     }
 
 
@@ -117,25 +142,26 @@ def _kib(x: float) -> str:
     return f"{x / 1024:g} KiB"
 
 
-def cube_violations(s: CubeSetup, a: dict[str, np.ndarray], t: dict[str, np.ndarray]) -> list[Violation]:
+def cube_violations(s: CubeSetup, c: CubeConsts, f: Arrays, t: Arrays) -> list[Violation]:
     """Violations of the first point of the arrays, with what is wrong and how to fix it."""
-    ok = {k: bool(v[0]) for k, v in cube_feasible(s, a, t).items()}
+    ok = {k: bool(np.asarray(v).reshape(-1)[0]) for k, v in cube_checks(c, f, t).items()}
     hw = s.hw
-    db = bool(a["db"][0])
+    db = bool(f["db"][0])
     pp = " (halved for double buffering)" if db else ""
-    v = {k: float(x[0]) for k, x in t.items() if x.ndim == 1}
+    tm, tk, tn = (int(f[k][0]) for k in ("tm", "tk", "tn"))
+    mp, kp, np_ = (-(-x // q) * q for x, q in ((tm, hw.fractal_m), (tk, s.k0), (tn, hw.fractal_n)))
     out: list[Violation] = []
     if not ok["tmatmul-range"]:
         out.append(
             Violation(
                 code="tmatmul-range",
-                message=f"TMATMUL m={int(v['tm'])}, k={int(v['tk'])}, n={int(v['tn'])}: each must be in "
+                message=f"TMATMUL m={tm}, k={tk}, n={tn}: each must be in "
                 f"[1, {hw.tmatmul_max_dim}] (pto-tmatmul.txt, Runtime): use smaller base tiles",
             )
         )
     caps = (
-        ("l0a-capacity", "L0A", "left tile", v["l0a"], hw.l0a_bytes, "base_m or base_k"),
-        ("l0b-capacity", "L0B", "right tile", v["l0b"], hw.l0b_bytes, "base_k or base_n"),
+        ("l0a-capacity", "L0A", "left tile", float(f["l0a"][0]), hw.l0a_bytes, "base_m or base_k"),
+        ("l0b-capacity", "L0B", "right tile", float(f["l0b"][0]), hw.l0b_bytes, "base_k or base_n"),
     )
     for code, buf, what, need, have, fix in caps:
         if not ok[code]:
@@ -143,7 +169,7 @@ def cube_violations(s: CubeSetup, a: dict[str, np.ndarray], t: dict[str, np.ndar
             out.append(
                 Violation(
                     code=code,
-                    message=f"{buf} needs {_kib(need)} for the {what} ({int(v['mp'])}x{int(v['kp'])}x{int(v['np'])} "
+                    message=f"{buf} needs {_kib(need)} for the {what} ({mp}x{kp}x{np_} "
                     f"after fractal padding), {_kib(avail)} available{pp}: reduce {fix}",
                 )
             )
@@ -151,30 +177,41 @@ def cube_violations(s: CubeSetup, a: dict[str, np.ndarray], t: dict[str, np.ndar
         out.append(
             Violation(
                 code="l0c-capacity",
-                message=f"L0C needs {_kib(v['acc'])} for the accumulators of one L1 block, {_kib(hw.l0c_bytes)} "
-                "available: reduce base_m, base_n, l1_m or l1_n",
+                message=f"L0C needs {_kib(float(t['acc'][0]))} for the accumulators of one L1 block, "
+                f"{_kib(hw.l0c_bytes)} available: reduce base_m, base_n, l1_m or l1_n",
             )
         )
     if not ok["l1-capacity"]:
         out.append(
             Violation(
                 code="l1-capacity",
-                message=f"L1 needs {_kib(v['l1'])} for the A and B chunks, {_kib(hw.l1_bytes / (2 if db else 1))} "
-                f"available{pp}: reduce l1_k, l1_m or l1_n",
+                message=f"L1 needs {_kib(float(t['l1'][0]))} for the A and B chunks, "
+                f"{_kib(hw.l1_bytes / (2 if db else 1))} available{pp}: reduce l1_k, l1_m or l1_n",
             )
         )
     if not ok["core-count"]:
-        want = int(a["grid_b"][0] * a["grid_m"][0] * a["grid_n"][0])
         out.append(
             Violation(
                 code="core-count",
-                message=f"the core grid uses {want} AI cores, {hw.aic_cores} available: choose a smaller grid",
+                message=f"the core grid uses {int(f['grid_cores'][0])} AI cores, {hw.aic_cores} available: "
+                "choose a smaller grid",
             )
         )
     return out
 
 
-def cube_bound(t: dict[str, np.ndarray], i: int = 0) -> str:
-    """The stage with the largest total time of point `i`."""
-    vals = [float(t[name][i]) for name, _ in STAGES]
+def cube_report_terms(f: Arrays, t: Arrays) -> dict[str, float]:
+    """The scalar terms `cost` reports for the first point: stages, bytes per level, counts."""
+    pick = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in t.items()}
+    cores, tiles = pick["cores_used"], pick["tiles"]
+    pick["gm_bytes"] = float(cores * t["gm_core"][0])
+    pick["l0a_bytes"] = cores * tiles * float(f["l0a"][0])
+    pick["l0b_bytes"] = cores * tiles * float(f["l0b"][0])
+    pick["l0c_bytes"] = cores * pick["blocks"] * pick["acc"]
+    return pick
+
+
+def cube_bound(pick: dict[str, float]) -> str:
+    """The stage with the largest total time."""
+    vals = [pick[name] for name, _ in STAGES]
     return STAGES[int(np.argmax(vals))][1]

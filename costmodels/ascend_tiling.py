@@ -115,6 +115,7 @@ def round_up(x: int, m: int) -> int:
     return -(-x // m) * m
 
 
+@cache
 def grid_sizes(cores: int) -> tuple[int, ...]:
     """Core counts offered along one grid dimension: divisors of the core count and powers of 2."""
     sizes = {d for d in range(1, cores + 1) if cores % d == 0}
@@ -122,6 +123,7 @@ def grid_sizes(cores: int) -> tuple[int, ...]:
     return tuple(sorted(sizes))
 
 
+@cache
 def core_grids(cores: int, max_b: int, max_m: int, max_n: int) -> tuple[str, ...]:
     """Pareto-maximal ``BxMxN`` core grids (no other grid is at least as large on every side).
 

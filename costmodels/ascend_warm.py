@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from costmodels.ascend_hw import AscendHardware
+from costmodels.ascend_cube import CubeSetup
+from costmodels.ascend_tiling import round_up
 from costmodels.protocol import Choice, SearchSpace
+from workload import dtypes
 
 
 def _snap(choices: tuple[Choice, ...], want: int) -> Choice:
@@ -13,25 +15,58 @@ def _snap(choices: tuple[Choice, ...], want: int) -> Choice:
     return below[-1] if below else nums[0]
 
 
-def cube_warm_starts(hw: AscendHardware, space: SearchSpace) -> list[dict[str, Choice]]:
-    """PTO's recommended base tiles first (A2/A3 128/64/256, A5 256/128/512), then smaller variants.
+def recommended_tiles(s: CubeSetup) -> tuple[int, int, int, int]:
+    """PTO's recommended GEMM tiles fitted to the buffers: (base_m, base_k, base_n, l1_k).
 
-    The recommended tiles may not fit every dtype (A5's 256/128/512 needs 128 KiB of L0B for
-    half inputs, twice the 64 KiB there is), so halved variants follow, double-buffered first.
+    hardware-facts.md §3.1 "Recommended GEMM base tiles" quotes PTO's
+    performance-best-practices.md: A2/A3 baseM=128, baseK=64, baseN=256; A5 256/128/512.
+    The A2/A3 triple is a TMATMUL that fits L0 for half inputs (L0A 16 KiB, L0B 32 KiB, L0C
+    128 KiB of fp32: the §3.2 step 2 bounds, halved for ping-pong), so it is used as given.
+    The A5 triple cannot be one TMATMUL: for half inputs its right tile is 128x512x2 B = 128 KiB
+    (L0B is 64 KiB) and its fp32 accumulator 256x512x4 B = 512 KiB (L0C is 256 KiB, §3.1 Buffers
+    A5). It does fit L1 (A 64 KiB + B 128 KiB, 384 KiB double-buffered of 512 KiB), so we read it
+    as the L1-level block: an output block 256 rows by up to 512 columns, refilled from GM 128
+    K-elements at a time, fed to the cube as the largest TMATMULs that fit L0 (the ratio kept).
+    Applied that way: base_m = baseM; base_n = the largest of baseN, baseN/2, ... whose
+    accumulator fits L0C (256 on A5); base_k = the largest of baseK, baseK/2, ... whose left and
+    right tiles fit L0A/L0B with ping-pong (64 for half, 128 for int8/fp8, 32 for fp32); and
+    l1_k = baseK / base_k so that one L1 chunk still spans baseK. For A5 half inputs this gives
+    256x64x256 TMATMULs in 256x128 / 128x256 L1 chunks.
     """
-    ch = {p.name: p.choices for p in space.params}
+    hw = s.hw
     rm, rk, rn = hw.recommended_base_mkn
-    variants = [(rm, rk, rn), (rm, rk // 2, rn), (rm, rk, rn // 2), (rm // 2, rk, rn // 2), (rm // 2, rk // 2, rn // 2)]
-    variants += [(64, 64, 64), (32, 32, 32), (16, 16, 16)]
+    sa, sb = dtypes.info(s.left).bytes, dtypes.info(s.right).bytes
+    fm, fn = hw.fractal_m, hw.fractal_n
+    bm = rm
+    bn = rn
+    while bn > fn and round_up(bm, fm) * round_up(bn, fn) * 4 > hw.l0c_bytes:
+        bn //= 2
+    bk = rk
+    while bk > s.k0 and (
+        2 * round_up(bm, fm) * round_up(bk, s.k0) * sa > hw.l0a_bytes
+        or 2 * round_up(bk, s.k0) * round_up(bn, fn) * sb > hw.l0b_bytes
+    ):
+        bk //= 2
+    if (bm, bk, bn) == (rm, rk, rn):
+        return bm, bk, bn, 4  # fits as one TMATMUL: K chunks of 4 base tiles per L1 load
+    return bm, bk, bn, max(1, rk // bk)
+
+
+def cube_warm_starts(s: CubeSetup, space: SearchSpace) -> list[dict[str, Choice]]:
+    """PTO's recommended tiles first (fitted to the buffers, `recommended_tiles`), then smaller variants."""
+    ch = {p.name: p.choices for p in space.params}
+    rm, rk, rn, rl1k = recommended_tiles(s)
+    variants = [(rm, rk, rn, rl1k), (rm, rk // 2, rn, 4), (rm, rk, rn // 2, 4), (rm // 2, rk, rn // 2, 4)]
+    variants += [(rm // 2, rk // 2, rn // 2, 4), (64, 64, 64, 4), (32, 32, 32, 4), (16, 16, 16, 4)]
     out: list[dict[str, Choice]] = []
-    for bm, bk, bn in variants:
+    for bm, bk, bn, l1k in variants:
         for db in (True, False):
             point: dict[str, Choice] = {
                 "base_m": _snap(ch["base_m"], bm),
                 "base_k": _snap(ch["base_k"], bk),
                 "base_n": _snap(ch["base_n"], bn),
                 "l1_m": _snap(ch["l1_m"], 1),
-                "l1_k": _snap(ch["l1_k"], 4),
+                "l1_k": _snap(ch["l1_k"], l1k),
                 "l1_n": _snap(ch["l1_n"], 1),
                 "double_buffer": db,
                 "core_grid": ch["core_grid"][0],

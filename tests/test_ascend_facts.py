@@ -138,8 +138,24 @@ def test_recommended_base_tiles() -> None:
     p = einsum("mk,kn->mn", {"m": 2048, "n": 2048, "k": 2048}, dtype="f16", weight=1)
     first = get_target("ascend-910b").warm_starts(p)[0]
     assert (first["base_m"], first["base_k"], first["base_n"]) == (128, 64, 256)
+    # A5's 256/128/512 is read as an L1 block: its 128x512 half right tile (128 KiB) exceeds L0B (64 KiB)
+    # and its 256x512 fp32 accumulator (512 KiB) L0C (256 KiB) (hardware-facts.md §3.1 Buffers A5), so
+    # the warm start keeps base_m=256 and a 128-deep L1 K chunk with the largest TMATMUL that fits L0.
     first = get_target("ascend-a5").warm_starts(p)[0]
-    assert (first["base_m"], first["base_k"], first["base_n"]) == (256, 128, 512)
+    assert (first["base_m"], first["base_k"], first["base_n"], first["l1_k"]) == (256, 64, 256, 2)
+
+
+@pytest.mark.parametrize("preset", ["ascend-910b", "ascend-a5"])
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "i8", "f32", "f8e4m3"])
+def test_recommended_warm_start_is_feasible(preset: str, dtype: str) -> None:
+    """The first warm start (PTO's recommendation) must never waste a trial on an infeasible point."""
+    t = get_target(preset)
+    p = einsum("mk,kn->mn", {"m": 4096, "n": 4096, "k": 4096}, dtype=dtype, weight=1)
+    if t.supports(p):
+        return
+    first = t.warm_starts(p)[0]
+    assert t.check(p, t.mapping(p, first)) == [], first
+    assert first["base_m"] == t.hardware.recommended_base_mkn[0]  # type: ignore[attr-defined]
 
 
 def test_overrides_are_validated() -> None:
