@@ -56,10 +56,13 @@ class SearchSpace(BaseModel):
 
     def columns(self) -> dict[str, np.ndarray]:
         """Every point of the space as columns (enumeration order: last param fastest)."""
-        grids = np.meshgrid(*[np.arange(len(p.choices)) for p in self.params], indexing="ij")
         out: dict[str, np.ndarray] = {}
-        for p, g in zip(self.params, grids, strict=True):
-            out[p.name] = np.asarray(p.choices, dtype=object if _mixed(p.choices) else None)[g.reshape(-1)]
+        outer, inner = 1, self.size
+        for p in self.params:
+            inner //= len(p.choices)
+            arr = np.asarray(p.choices, dtype=object if _mixed(p.choices) else None)
+            out[p.name] = np.tile(np.repeat(arr, inner), outer)  # each choice `inner` times, the block `outer` times
+            outer *= len(p.choices)
         return out
 
 

@@ -1,7 +1,9 @@
 """The RNGD contraction engine target (family ``rngd``): protocol glue over the space, cost and render modules.
 
 contraction-engine-rngd.txt is the reference; hardware-facts.md §1 gives the numbers and the cost
-recipe. `check` and `cost` evaluate the same numpy formulas as `score_batch` on one point.
+recipe. `check` and `cost` evaluate the same numpy formulas as `score_batch` on one point;
+`score_batch` gathers the stage terms from tables over the space's choices (`rngd_batch`) and
+falls back to the per-point formulas for values outside the space.
 """
 
 from __future__ import annotations
@@ -14,17 +16,20 @@ from pydantic import BaseModel
 from costmodels.ir import Mapping, coverage_errors
 from costmodels.presets import load_preset
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, SearchSpace, Violation
+from costmodels.rngd_batch import Tables, build_tables, score_columns
 from costmodels.rngd_cost import bound_of, evaluate, lower_bound_cycles, utilization
+from costmodels.rngd_factors import factors
 from costmodels.rngd_hardware import RngdHardware
-from costmodels.rngd_mapping import as_columns, build_mapping, point_of
+from costmodels.rngd_mapping import POINT_KEYS, as_columns, build_mapping, point_of
 from costmodels.rngd_messages import supports_violations, violation_messages
 from costmodels.rngd_render import render_mapping
-from costmodels.rngd_space import build_space, factors, roles_of
+from costmodels.rngd_space import build_space, roles_of
 from costmodels.rngd_warm import warm_points
 from workload.problem import Problem
 
 OBJECTIVES: tuple[str, ...] = ("latency", "offchip_bytes", "footprint")
-CHUNK = 1 << 17  # points per vectorised pass (bounds memory: about 80 arrays per pass)
+CHUNK = 1 << 17  # points per vectorised pass of the generic path (bounds memory: about 80 arrays per pass)
+TABLE_CACHE = 8  # problems whose term tables are kept
 
 
 class RngdTarget:
@@ -37,6 +42,7 @@ class RngdTarget:
         self.name = name
         self.hardware: BaseModel = hardware
         self.hw = hardware
+        self._table_cache: dict[int, tuple[Problem, Tables | None]] = {}
 
     # ---- the space --------------------------------------------------------------------------
     def supports(self, problem: Problem) -> list[Violation]:
@@ -150,6 +156,11 @@ class RngdTarget:
         if self.supports(problem):
             inf = np.full(n, np.inf)
             return BatchScore(feasible=np.zeros(n, dtype=bool), objectives={k: inf for k in OBJECTIVES})
+        tables = self._tables(problem)
+        fast = score_columns(self.hw, tables, columns, n) if tables and set(columns) >= set(POINT_KEYS) else None
+        if fast is not None:
+            return BatchScore(feasible=fast.pop("feasible"), objectives=fast)
+        # values outside the space or unusual column types: the generic formulas
         parts = [
             evaluate(problem, self.hw, {k: np.asarray(v)[i : i + CHUNK] for k, v in columns.items()})
             for i in range(0, n, CHUNK)
@@ -165,6 +176,17 @@ class RngdTarget:
                 "footprint": np.where(ok, res["footprint"], np.inf),
             },
         )
+
+    def _tables(self, problem: Problem) -> Tables | None:
+        """Term tables of the problem, kept for the few most recent problems (a mapper scores one many times)."""
+        hit = self._table_cache.get(id(problem))
+        if hit is not None and hit[0] is problem:
+            return hit[1]
+        tables = build_tables(problem, self.hw, build_space(problem, self.hw))
+        if len(self._table_cache) >= TABLE_CACHE:
+            self._table_cache.pop(next(iter(self._table_cache)))
+        self._table_cache[id(problem)] = (problem, tables)
+        return tables
 
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
         if self.supports(problem):

@@ -24,9 +24,10 @@ import math
 
 import numpy as np
 
-from costmodels.rngd_hardware import ROW_CHOICES, RngdHardware
-from costmodels.rngd_space import Cols, factors, roles_of, shift_possible
-from workload import dtypes
+from costmodels.rngd_factors import Arrays, factors
+from costmodels.rngd_hardware import RngdHardware
+from costmodels.rngd_space import Cols, roles_of
+from costmodels.rngd_terms import Consts, consts_of, lane_quantities, packet_quantities, shard_quantities
 from workload.problem import Problem
 
 #: [ASSUMPTION] DM staging area of a slice streaming its operands from HBM (two 32 KiB buffers)
@@ -48,85 +49,41 @@ CONSTRAINTS: dict[str, str] = {
 }
 
 
-def _prod(arrs: list[np.ndarray], n: int) -> np.ndarray:
-    out = np.ones(n, dtype=np.int64)
-    for a in arrs:
-        out = out * a
-    return out
+def combine(hw: RngdHardware, k: Consts, qa: Arrays, qn: Arrays, dbuf: np.ndarray) -> Arrays:
+    """Per-point cost terms and point-level constraint masks (hardware-facts.md §1.2 steps 2-6).
 
-
-def evaluate(problem: Problem, hw: RngdHardware, cols: Cols) -> dict[str, np.ndarray]:
-    """Every stage term, constraint mask and objective of each point (arrays of one length)."""
-    r = roles_of(problem)
-    f = factors(problem, hw, cols)
-    n = len(f["rows"])
-    ax = r.axes
-    shift = f["shift"].astype(bool)
-    inner_n = np.asarray(cols["inner"]).reshape(n) == "n"
-    role_p = np.asarray(cols["packet_free"]).reshape(n)
-    dbuf = np.asarray(cols["double_buffer"], dtype=bool).reshape(n)
-    rows = f["rows"]
-    loops = _prod([f[f"t:{a}"] * f[f"h:{a}"] for a in problem.axes], n)
-    hk = _prod([f[f"h:{a}"] for a in ax["k"]], n)
-    nn = _prod([f[f"h:{a}"] for a in ax["n"]], n)
-    in_bits = dtypes.info(r.in_dtype).bits
-    w_bits = dtypes.info(problem.inputs[problem.weight if problem.weight is not None else 1].dtype).bits
-    # ---- stream (hardware-facts.md §1.2 step 2; conv: step 7) ----
-    bcast = np.where(inner_n | (hk == 1), nn, 1)
-    flits_pkt = np.minimum(f["feed"], hw.packet_bytes // hw.flit_bytes)
-    stream_flits = (loops // bcast) * flits_pkt
-    out_group = f["pf"].copy()
-    if "geo:shifts" in f:
-        shifts, w_pkt = f["geo:shifts"], f["pkt:ow"]
-        span = w_pkt * r.conv.stride[1] + f["geo:extra"] if r.conv else w_pkt
-        win_flits = -(-(span * in_bits) // (8 * hw.flit_bytes))
-        windows = loops // shifts
-        stream_flits = np.where(shift, windows * win_flits, stream_flits)
-        out_group = np.where(shift, f["geo:slots"], out_group)
-    c_mac = loops.astype(float)
-    c_stream = stream_flits * hw.flit_bytes / hw.fetch_bytes_per_cycle
-    groups = loops // hk
-    held = np.where(inner_n & (hk > 1) & ~shift, nn, 1)
-    drained = rows * groups * out_group
-    c_out = drained / hw.drain_elements_per_cycle
-    last = rows * out_group * held / hw.drain_elements_per_cycle
-    d_tree = hw.reducer_latency.get(r.in_dtype, max(hw.reducer_latency.values()))
-    c_ce = np.maximum(np.maximum(c_mac, c_stream), c_out) + d_tree + last
+    ``qa``: `packet_quantities` of each point, ``qn``: its `lane_quantities`, ``dbuf``: TRF
+    double buffering (bool or 0/1). The integer terms may come as int64 or as float64 (the batch
+    scorer's tables, whose products it checks stay below 2**53): every product of loop factors
+    is then exact, so both give the same bits. Selections are written without branches:
+    ``max(x * flag, 1)`` (x >= 1, flag 0/1) and ``fmax(a + pen_a, b + pen_b)`` (pens 0 / -inf).
+    """
+    # ---- compute, stream, drain (step 2; conv windows: step 7) ----
+    loops = qa["la"] * qn["tnhn"]
+    stream_bytes = qa["sflb"] * (qn["tn"] * np.maximum(qn["hn"] * qa["nbc"], 1))
+    if k.exact_windows:  # floor(loops / sdiv) windows = (la // sdiv) * tnhn + floor((la % sdiv) * tnhn / sdiv)
+        stream_bytes = stream_bytes + (qa["rem"] * qn["tnhn"]) // qa["sdiv"] * qa["flb"]
+    c_mac = np.asarray(loops, dtype=float)
+    c_stream = stream_bytes / hw.fetch_bytes_per_cycle
+    c_out = (qa["lgog"] * qn["rtnhn"]) / hw.drain_elements_per_cycle
+    cells = qa["og"] * np.maximum(qn["hn"] * qa["hld"], 1)
+    last = cells * qn["rows"] / hw.drain_elements_per_cycle
+    c_ce = np.maximum(np.maximum(c_mac, c_stream), c_out) + k.d_tree + last
     # ---- TRF (step 1 capacity, step 3 fill) ----
-    kpart = _prod([f[f"h:{a}"] * f[f"pkt:{a}"] * f[f"z:{a}"] for a in ax["k"]], n)
-    vec_b = np.where((role_p == "b") & ~shift, f["pf"], 1)
-    lane_elems = nn * kpart * vec_b
-    trf_tile = rows * lane_elems * w_bits / 8
-    trf_cap = np.where(dbuf, hw.trf_half_bytes_per_slice, hw.trf_bytes_per_slice)
-    tiles = _prod([f[f"h:{a}"] for a in ax["b"]] + [f[f"t:{a}"] for a in ax["n"]], n)
+    trf_tile = qn["rhn"] * qa["kvw"] / 8
+    trf_cap = hw.trf_bytes_per_slice - dbuf * (hw.trf_bytes_per_slice - hw.trf_half_bytes_per_slice)
     fill_one = trf_tile / hw.trf_fill_bytes_per_cycle
-    c_trf = tiles * fill_one
-    # ---- DM share and HBM traffic (steps 1, 4) ----
-    share = np.zeros(n)
-    for op in problem.operands:
-        elems = np.ones(n)
-        for d in op.dims:
-            elems = elems * (sum(t.coeff * (f[f"e2:{t.axis}"] - 1) for t in d.terms) + 1)
-        share = share + elems * dtypes.info(op.dtype).bits / 8
-    shard = {role: _prod([f[f"cl:{a}"] * f[f"sl:{a}"] for a in ax[role]], n) for role in ("b", "m", "n", "k")}
-    mv = 1 - (problem.weight if problem.weight is not None else 1)
-    in_b = problem.input_bytes
-    # A slice keeps its operand share in DM when it fits; otherwise [ASSUMPTION] DMA streams it from
-    # HBM through a double-buffered staging area, re-reading the moving input once per N chunk.
-    resident = share <= hw.dm_bytes_per_slice
-    n_chunks = _prod([f[f"t:{a}"] for a in ax["n"]], n)
-    refetch = np.where(resident, 1, n_chunks)
-    offchip = in_b[mv] * shard["n"] * refetch + in_b[1 - mv] * shard["m"] + problem.output_bytes
+    c_trf = (qa["hb"] * qn["tn"]) * fill_one
+    # ---- DM footprint (step 1) ----
     working = 2 * trf_tile + DM_STAGING_BYTES
-    footprint = np.where(resident, share, working)
-    c_dma = hw.dma_startup_cycles + offchip / hw.dma_bytes_per_cycle
+    footprint = np.fmax(qn["share_r"], working + qn["wpen"])
     # ---- K split over slices: inter-slice reduction tail (step 5) ----
-    ksplit = shard["k"]
-    tail = np.where(ksplit > 1, ksplit + c_out, 0.0)
+    tail = qn["kval"] + qn["kflag"] * c_out
     # ---- total (step 6) ----
+    c_dma = qn["dma"]
     overlapped = fill_one + np.maximum(np.maximum(c_ce, c_trf - fill_one), c_dma)
     total = np.where(dbuf, overlapped, c_ce + c_trf + c_dma) + tail
-    res: dict[str, np.ndarray] = {
+    return {
         "cycles": total,
         "compute": c_mac,
         "stream": c_stream,
@@ -135,56 +92,58 @@ def evaluate(problem: Problem, hw: RngdHardware, cols: Cols) -> dict[str, np.nda
         "dma": c_dma,
         "reduction": tail,
         "ce": c_ce,
-        "tree": np.full(n, float(d_tree)),
         "drain_last": last,
         "trf_tile": trf_tile,
-        "trf_cap": trf_cap.astype(float),
-        "tiles": tiles,
-        "cells": out_group * held,
-        "share": share,
-        "footprint": footprint.astype(float),
-        "working": working.astype(float),
-        "offchip": offchip.astype(float),
-        "dm_bytes": (stream_flits * hw.flit_bytes + c_trf * hw.trf_fill_bytes_per_cycle).astype(float),
-        "trf_bytes": (c_mac * rows * f["p_el"] * w_bits / 8).astype(float),
-        "slices_used": (f["clusters"] * f["slices"]).astype(float),
+        "trf_cap": trf_cap,
+        "cells": cells,
+        "footprint": footprint,
+        "working": working,
+        "offchip": qn["offchip"],
+        "stream_bytes": stream_bytes,
     }
-    res.update(_violations(problem, hw, cols, f, res, shift))
-    return {**f, **res}
 
 
-def _violations(
-    problem: Problem,
-    hw: RngdHardware,
-    cols: Cols,
-    f: dict[str, np.ndarray],
-    res: dict[str, np.ndarray],
-    shift: np.ndarray,
-) -> dict[str, np.ndarray]:
-    """Boolean mask per constraint code (True = violated)."""
+def point_violations(hw: RngdHardware, res: Arrays) -> Arrays:
+    """Masks of the constraints that depend on the whole point (True = violated)."""
+    return {
+        "bad:trf-capacity": res["trf_tile"] > res["trf_cap"],
+        "bad:accumulator": res["cells"] > hw.accumulator_cells_per_row,
+        "bad:dm-capacity": res["footprint"] > hw.dm_bytes_per_slice,
+    }
+
+
+#: constraints fixed by the choices of one stage, and those of the whole point
+STATIC_CODES = ("packet", "rows", "shards", "feed-flits", "shift-window", "shift-range", "shift-unsupported")
+POINT_CODES = ("trf-capacity", "accumulator", "dm-capacity")
+
+
+def evaluate(problem: Problem, hw: RngdHardware, cols: Cols) -> dict[str, np.ndarray]:
+    """Every stage term, constraint mask and objective of each point (arrays of one length)."""
     r = roles_of(problem)
-    full = hw.packet_bytes // hw.flit_bytes
-    v: dict[str, np.ndarray] = {}
-    v["bad:packet"] = ~shift & ((f["pk"] > f["p_el"]) | (f["p_el"] % f["pk"] != 0))
-    v["bad:rows"] = ~np.isin(f["rows"], ROW_CHOICES) | (f["rows"] > hw.rows)
-    v["bad:shards"] = (f["clusters"] > hw.clusters) | (f["slices"] > hw.slices_per_cluster)
-    v["bad:feed-flits"] = (f["feed"] < 1) | (f["feed"] > hw.max_feed_flits) | (~shift & (f["feed"] > full))
-    v["bad:trf-capacity"] = res["trf_tile"] > res["trf_cap"]
-    v["bad:accumulator"] = res["cells"] > hw.accumulator_cells_per_row
-    v["bad:dm-capacity"] = res["footprint"] > hw.dm_bytes_per_slice
-    lo_hi = hw.shift_range.get(r.in_dtype, (0, 0))
-    if "geo:w_v" in f:
-        v["bad:shift-window"] = shift & (f["geo:w_v"] < 1)
-        v["bad:shift-range"] = shift & ((f["geo:shifts"] - 1) * f["geo:shift_stride"] > lo_hi[1])
-    else:
-        v["bad:shift-window"] = np.zeros_like(shift)
-        v["bad:shift-range"] = np.zeros_like(shift)
-    v["bad:shift-unsupported"] = shift & (not shift_possible(r.conv))
-    any_bad = np.zeros_like(shift)
-    for m in v.values():
-        any_bad = any_bad | m
-    v["feasible"] = ~any_bad
-    return v
+    k = consts_of(problem, hw, r)
+    f = factors(problem, hw, cols)
+    n = len(f["rows"])
+    shift = f["shift"].astype(bool)
+    inner_n = np.asarray(cols["inner"]).reshape(n) == "n"
+    qs = shard_quantities(problem, hw, r, f)
+    qa = packet_quantities(hw, k, r, f, np.asarray(cols["packet_free"]).reshape(n), shift, inner_n)
+    qn = lane_quantities(hw, k, r, f, qs)
+    res = combine(hw, k, qa, qn, np.asarray(cols["double_buffer"], dtype=bool).reshape(n))
+    res.update(point_violations(hw, res))
+    res["tree"] = np.full(n, float(k.d_tree))
+    res["trf_cap"] = res["trf_cap"].astype(float)
+    res["tiles"] = qa["hb"] * qn["tn"]
+    res["share"] = qs["share"]
+    res["slices_used"] = qs["slices_used"]
+    res["dm_bytes"] = (res["stream_bytes"] + res["fill"] * hw.trf_fill_bytes_per_cycle).astype(float)
+    res["trf_bytes"] = (res["compute"] * f["rows"] * f["p_el"] * k.w_bits / 8).astype(float)
+    static = {c: q[f"bad:{c}"] for q in (qs, qa, qn) for c in STATIC_CODES if f"bad:{c}" in q}
+    any_bad = np.zeros(n, dtype=bool)
+    for c in (*STATIC_CODES, *POINT_CODES):
+        res[f"bad:{c}"] = static[c] if c in static else res[f"bad:{c}"]
+        any_bad = any_bad | res[f"bad:{c}"]
+    res["feasible"] = ~any_bad
+    return {**f, **res}
 
 
 def lower_bound_cycles(problem: Problem, hw: RngdHardware) -> tuple[float, float]:

@@ -10,7 +10,7 @@ from costmodels.ir import coverage_errors
 from costmodels.protocol import Choice
 from costmodels.registry import get_target
 from costmodels.rngd import RngdTarget
-from costmodels.rngd_space import factors
+from costmodels.rngd_factors import factors
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
