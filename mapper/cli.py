@@ -126,6 +126,9 @@ def tune(
     strategy: Annotated[str, typer.Option(help=" | ".join(STRATEGIES))] = "auto",
     trials: Annotated[int, typer.Option(help="maximum trials")] = SearchSettings().max_trials,
     seconds: Annotated[float, typer.Option(help="maximum seconds")] = SearchSettings().max_seconds,
+    patience: Annotated[
+        int, typer.Option(help="stop after this many trials without improvement (0: spend the whole budget)")
+    ] = SearchSettings().patience,
     seed: Annotated[int, typer.Option(help="random seed")] = 0,
     storage: Annotated[str | None, typer.Option(help="result cache: a journal file or a database URL")] = None,
     workers: Annotated[int, typer.Option(help="worker processes for workloads")] = 2,
@@ -142,6 +145,7 @@ def tune(
             objectives=tuple(objective) or ("latency",),
             max_trials=trials,
             max_seconds=seconds,
+            patience=patience,
             seed=seed,
         )
         overrides = _overrides(override)

@@ -47,6 +47,9 @@ def result_table(r: TuneResult) -> Table:
         f"{c.trials} trials ({c.complete} feasible, {c.infeasible} infeasible), "
         f"{c.points_scored:,} points scored in {r.seconds:.3f} s",
     )
+    if r.scorer_rate:
+        sub = f"; {r.inner_points:,} points per trial" if r.counts.trials else ""
+        t.add_row("scorer", f"{r.scorer_rate / 1e6:.2f} M points/s measured{sub}")
     for v in c.top_violations:
         t.add_row(escape(f"ruled out: {v.code}"), escape(f"{v.count}x  {v.message}"))
     if r.validation_passed is not None:

@@ -2,9 +2,10 @@
 
 A `SearchSpace` is a finite product of choices; its points are numbered in C order (last
 parameter fastest), the order of `SearchSpace.columns()`. This module builds the columns of
-any slice of that numbering without materialising the whole space, scores them in chunks
-with `Target.score_batch`, and keeps the best point (or the Pareto front of several
-objectives). Nothing here calls Optuna: enumeration is plain numpy.
+any slice of that numbering without materialising the whole space (`ChunkPlan` builds
+block-aligned chunks with a few memory copies, so column building stays well ahead of the
+scorer), scores them in chunks with `Target.score_batch`, and keeps the best point (or the
+Pareto front of several objectives). Nothing here calls Optuna: enumeration is plain numpy.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from costmodels.protocol import Choice, Param, SearchSpace, Target
+from costmodels.protocol import BatchScore, Choice, Param, SearchSpace, Target
 from workload.problem import Problem
 
 
@@ -87,10 +88,63 @@ def pareto_mask(values: np.ndarray) -> np.ndarray:
     return mask
 
 
+class ChunkPlan:
+    """Chunks of the C-order numbering aligned on the trailing parameters, built cheaply.
+
+    The space is split at a parameter so the trailing parameters span `block` points (at most
+    `block_limit`, by default `chunk`); a chunk is a run of whole blocks (``chunk // block`` of
+    them). Within a chunk the trailing columns are one precomputed pattern tiled and the leading
+    columns are a few values repeated, so building a chunk costs a few memory copies instead of a
+    division and a gather per point and parameter.
+    """
+
+    def __init__(self, space: SearchSpace, chunk: int, block_limit: int | None = None) -> None:
+        self.space = space
+        self.shape = tuple(len(p.choices) for p in space.params)
+        limit = max(1, min(chunk, block_limit or chunk))
+        k = len(self.shape)
+        while k > 0 and math.prod(self.shape[k - 1 :]) <= limit:
+            k -= 1
+        self.split = k
+        self.block = math.prod(self.shape[k:])
+        self.blocks = math.prod(self.shape[:k])
+        self.per_chunk = max(1, chunk // self.block)
+        self._arrays = [choice_array(p) for p in space.params]
+        trailing = SearchSpace(params=space.params[k:])
+        self._pattern = chunk_columns(trailing, 0, self.block) if k < len(self.shape) else {}
+        self._tiled: dict[str, np.ndarray] = {}
+
+    def blocks_for(self, points: int) -> int:
+        """Whole blocks in `points` points (at least one)."""
+        return max(1, points // self.block)
+
+    def bounds(self, first_block: int = 0, per_chunk: int | None = None) -> list[tuple[int, int]]:
+        """(first block, end block) of each chunk from `first_block` on."""
+        step = per_chunk or self.per_chunk
+        return [(b, min(b + step, self.blocks)) for b in range(first_block, self.blocks, step)]
+
+    def columns(self, b0: int, b1: int) -> dict[str, np.ndarray]:
+        """Columns of blocks ``b0..b1-1``, i.e. points ``b0 * block .. b1 * block - 1``."""
+        n = (b1 - b0) * self.block
+        out: dict[str, np.ndarray] = {}
+        lead = np.unravel_index(np.arange(b0, b1, dtype=np.int64), self.shape[: self.split]) if self.split else ()
+        for p, arr, digits in zip(self.space.params, self._arrays, lead, strict=False):
+            out[p.name] = np.repeat(arr[digits], self.block)
+        reps = b1 - b0
+        for name, col in self._pattern.items():
+            tiled = self._tiled.get(name)
+            if tiled is None or tiled.size < n:
+                tiled = self._tiled[name] = np.tile(col, reps)
+                tiled.flags.writeable = False  # shared by every chunk: a scorer must not write into it
+            out[name] = tiled[:n]
+        return {p.name: out[p.name] for p in self.space.params}
+
+
 @dataclass
 class Enumeration:
-    """What scoring the space (or part of it) found."""
+    """What scoring the space (or part of it) found; `absorb` adds one scored chunk."""
 
+    objectives: tuple[str, ...] = ("latency",)
     scored: int = 0
     feasible: int = 0
     complete: bool = False
@@ -99,6 +153,36 @@ class Enumeration:
     best_values: tuple[float, ...] | None = None
     front: list[tuple[dict[str, Choice], tuple[float, ...]]] = field(default_factory=list)
     trace: list[float | None] = field(default_factory=list)  # best first objective after each chunk
+    trace_points: list[int] = field(default_factory=list)  # points scored after each chunk
+    candidates: list[tuple[dict[str, Choice], tuple[float, ...]]] = field(default_factory=list)
+
+    def absorb(self, cols: dict[str, np.ndarray], score: BatchScore) -> None:
+        """Fold one scored chunk into the running best (ties keep the earlier point)."""
+        feas = np.asarray(score.feasible, dtype=bool)
+        self.scored += feas.size
+        self.feasible += int(feas.sum())
+        if feas.any():
+            vals = np.stack([np.asarray(score.objectives[o], dtype=np.float64) for o in self.objectives], axis=1)
+            vals[~feas] = np.inf
+            if len(self.objectives) == 1:
+                i = int(np.argmin(vals[:, 0]))
+                if self.best_values is None or vals[i, 0] < self.best_values[0]:
+                    self.best, self.best_values = point_at(cols, i), (float(vals[i, 0]),)
+            else:
+                mask = pareto_mask(vals)
+                for j in np.flatnonzero(mask):
+                    self.candidates.append((point_at(cols, int(j)), tuple(map(float, vals[j]))))
+        self.trace.append(self.best_values[0] if self.best_values and len(self.objectives) == 1 else None)
+        self.trace_points.append(self.scored)
+
+    def finish(self) -> Enumeration:
+        """Reduce the candidates of several objectives to the Pareto front."""
+        if len(self.objectives) > 1 and self.candidates:
+            allv = np.array([v for _, v in self.candidates])
+            mask = pareto_mask(allv)
+            self.front = [c for c, m in zip(self.candidates, mask, strict=True) if m]
+            self.best, self.best_values = min(self.front, key=lambda c: c[1])
+        return self
 
 
 def enumerate_space(
@@ -109,44 +193,25 @@ def enumerate_space(
     *,
     chunk: int = 1 << 18,
     deadline: float | None = None,
+    plan: ChunkPlan | None = None,
+    state: Enumeration | None = None,
+    first_block: int = 0,
 ) -> Enumeration:
     """Score every point of `space` in chunks; stop early only at `deadline` (a `time.perf_counter` value).
 
-    Ties on the first objective keep the lowest point number, so the answer is deterministic.
+    Ties on the first objective keep the lowest point number, so the answer is deterministic. To
+    continue an enumeration whose first chunks were already scored (a rate probe), pass its `plan`,
+    `state` and the next block.
     """
     t0 = time.perf_counter()
-    out = Enumeration()
-    total = space.size
-    best_key: tuple[float, ...] | None = None
-    cands: list[tuple[dict[str, Choice], tuple[float, ...]]] = []
-    for start in range(0, total, chunk):
-        if deadline is not None and start > 0 and time.perf_counter() > deadline:
+    plan = plan or ChunkPlan(space, chunk)
+    out = state or Enumeration(objectives=objectives)
+    for b0, b1 in plan.bounds(first_block):
+        if deadline is not None and out.scored > 0 and time.perf_counter() > deadline:
             break
-        cols = chunk_columns(space, start, min(total, start + chunk))
-        score = target.score_batch(problem, cols)
-        feas = np.asarray(score.feasible, dtype=bool)
-        vals = np.stack([np.asarray(score.objectives[o], dtype=np.float64) for o in objectives], axis=1)
-        vals[~feas] = np.inf
-        out.scored += feas.size
-        out.feasible += int(feas.sum())
-        if feas.any():
-            if len(objectives) == 1:
-                i = int(np.argmin(vals[:, 0]))
-                key = (float(vals[i, 0]),)
-                if best_key is None or key < best_key:
-                    best_key, out.best = key, point_at(cols, i)
-            else:
-                mask = pareto_mask(vals)
-                cands.extend((point_at(cols, int(i)), tuple(map(float, vals[i]))) for i in np.flatnonzero(mask))
-        out.trace.append(best_key[0] if best_key else None)
+        cols = plan.columns(b0, b1)
+        out.absorb(cols, target.score_batch(problem, cols))
     else:
         out.complete = True
-    if len(objectives) > 1 and cands:
-        allv = np.array([v for _, v in cands])
-        mask = pareto_mask(allv)
-        out.front = [c for c, m in zip(cands, mask, strict=True) if m]
-        out.best, out.best_values = min(out.front, key=lambda c: c[1])
-        best_key = out.best_values
-    out.best_values = best_key
-    out.seconds = time.perf_counter() - t0
-    return out
+    out.seconds += time.perf_counter() - t0
+    return out.finish()

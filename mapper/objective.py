@@ -19,7 +19,7 @@ import numpy as np
 import optuna
 
 from costmodels.protocol import Choice, SearchSpace, Target
-from mapper.enumerate import point_at, subspace_columns
+from mapper.enumerate import choice_array, point_at, subspace_columns
 from mapper.strategies import CONSTRAINT_PREFIX, Encoding
 from workload.problem import Problem
 
@@ -48,6 +48,9 @@ class Evaluator:
     inner: tuple[str, ...]
     memo: dict[tuple[Choice, ...], Outcome] = field(default_factory=dict)
     trace: list[float | None] = field(default_factory=list)
+    trace_points: list[int] = field(default_factory=list)  # points scored after each trial
+    improved_at: int = 0  # trials done when the best last improved
+    improved_time: float = field(default_factory=time.perf_counter)
     best_point: dict[str, Choice] | None = None
     best_values: tuple[float, ...] | None = None
     violations: Counter[str] = field(default_factory=Counter)
@@ -57,6 +60,8 @@ class Evaluator:
     infeasible: int = 0
     archive: list[tuple[dict[str, Choice], tuple[float, ...]]] = field(default_factory=list)
     started: float = field(default_factory=time.perf_counter)
+    _pattern: dict[str, np.ndarray] | None = None
+    _arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __call__(self, trial: optuna.Trial) -> float | tuple[float, ...]:
         fixed = self.encoding.suggest(trial)
@@ -82,14 +87,37 @@ class Evaluator:
         self.archive.append((outcome.point, outcome.values))
         if self.best_values is None or outcome.values[0] < self.best_values[0]:
             self.best_point, self.best_values = outcome.point, outcome.values
+            self.improved_at, self.improved_time = len(self.trace) + 1, time.perf_counter()
         self._record()
         return outcome.values[0] if len(self.objectives) == 1 else outcome.values
 
     def _record(self) -> None:
         self.trace.append(None if self.best_values is None else self.best_values[0])
+        self.trace_points.append(self.scored)
+
+    def _columns(self, fixed: dict[str, Choice]) -> dict[str, np.ndarray]:
+        """The sub-space of a structural choice: the inner pattern (built once) beside constant columns."""
+        if self._pattern is None:
+            first = {p.name: p.choices[0] for p in self.space.params}
+            cols = subspace_columns(self.space, first, self.inner)
+            self._pattern = {k: v for k, v in cols.items() if k in self.inner}
+            for v in self._pattern.values():
+                v.flags.writeable = False  # shared by every trial: a scorer must not write into it
+        n = len(next(iter(self._pattern.values()))) if self._pattern else 1
+        out: dict[str, np.ndarray] = {}
+        for p in self.space.params:
+            col = self._pattern.get(p.name)
+            if col is None:
+                arr = self._arrays.get(p.name)
+                if arr is None:
+                    arr = self._arrays[p.name] = choice_array(p)
+                i = p.choices.index(fixed[p.name])
+                col = np.repeat(arr[i : i + 1], n)
+            out[p.name] = col
+        return out
 
     def _score(self, fixed: dict[str, Choice]) -> Outcome:
-        cols = subspace_columns(self.space, fixed, self.inner)
+        cols = self._columns(fixed)
         score = self.target.score_batch(self.problem, cols)
         feas = np.asarray(score.feasible, dtype=bool)
         self.scored += feas.size

@@ -24,6 +24,9 @@ class Found:
     counts: TrialCounts
     front: list[tuple[dict[str, Choice], tuple[float, ...]]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    trace_points: list[int] = field(default_factory=list)
+    inner_points: int = 0
+    rate: float | None = None
 
 
 def validation_of(problem: Problem, mapping: Any, seed: int) -> tuple[dict[str, Any] | None, bool | None, str]:
@@ -97,6 +100,9 @@ def package_result(
         proven_optimal=found.proven_optimal and found.point is not None,
         stop_reason=found.stop_reason,
         trace=found.trace,
+        trace_points=found.trace_points,
+        inner_points=found.inner_points,
+        scorer_rate=found.rate,
         counts=found.counts,
         pareto=pareto,
         validation=validation,

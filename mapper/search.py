@@ -1,11 +1,14 @@
 """Search the mapping space of a problem on a target: one in-memory Optuna study per request.
 
-`tune` picks a strategy (``auto`` enumerates spaces small enough for the budget and proves the
-answer optimal; otherwise TPE), runs it, and packages the best mapping with its cost, roofline
-gap, trace, trial counts and the executor's validation into a `TuneResult`.
+`tune` plans the search from the scorer's measured speed (`mapper.planning`: ``auto`` enumerates
+whenever the whole space fits `enumerate_seconds` and proves the answer optimal; otherwise TPE over
+the structural choices, each trial scoring a sub-space with numpy), runs it until a `StopRule`
+or the budget says stop, and packages the best mapping with its cost, roofline gap, trace, trial
+counts and the executor's validation into a `TuneResult`.
 
-Optuna runs in memory with logging at WARNING: no storage write happens per trial. Only the
-finished result is persisted, by `mapper.cache`.
+Optuna runs in memory with logging at WARNING: nothing is logged or persisted per trial (the
+trial's constraints and point live in the in-memory study only). Only the finished result is
+persisted, by `mapper.cache`.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import optuna
@@ -21,6 +25,7 @@ from costmodels.protocol import Choice, SearchSpace, Target
 from mapper.enumerate import chunk_columns, enumerate_space, point_at
 from mapper.keys import cache_key, cost_model_version, problem_hash
 from mapper.objective import Evaluator
+from mapper.planning import DEFAULT_INNER, Probe, resolve_strategy
 from mapper.report import Found, package_result
 from mapper.result import ParetoPoint, TrialCounts, TuneResult, ViolationCount
 from mapper.settings import SearchSettings, StopReason
@@ -52,27 +57,22 @@ def check_request(problem: Problem, target: Target, settings: SearchSettings) ->
         raise ProblemError(f"{target.name} cannot run this problem: {v.message}", token=v.code)
 
 
-def resolve_strategy(settings: SearchSettings, space: SearchSpace, problem: Problem, target: Target) -> str:
-    """``auto`` -> exhaustive when the space fits `enumerate_limit` and, at the scorer's measured rate,
-    `enumerate_seconds`; else TPE."""
-    if settings.strategy != "auto":
-        return settings.strategy
-    if space.size > settings.enumerate_limit:
-        return "tpe"
-    probe = min(space.size, 8192)
-    if probe == space.size:
-        return "exhaustive"
-    t0 = time.perf_counter()
-    target.score_batch(problem, chunk_columns(space, 0, probe))
-    rate = probe / max(time.perf_counter() - t0, 1e-9)
-    return "exhaustive" if space.size / rate <= settings.enumerate_seconds else "tpe"
-
-
 def run_enumeration(
-    problem: Problem, target: Target, space: SearchSpace, settings: SearchSettings, deadline: float
+    problem: Problem,
+    target: Target,
+    space: SearchSpace,
+    settings: SearchSettings,
+    deadline: float,
+    measured: Probe | None = None,
 ) -> Found:
     """Exact enumeration with the vectorised scorer: optimal when it completes within the budget."""
-    e = enumerate_space(target, problem, space, settings.objectives, chunk=settings.chunk, deadline=deadline)
+    if measured is None:
+        e = enumerate_space(target, problem, space, settings.objectives, chunk=settings.chunk, deadline=deadline)
+    else:  # the probe scored the first chunk already
+        e = enumerate_space(
+            target, problem, space, settings.objectives, deadline=deadline,
+            plan=measured.plan, state=measured.state, first_block=measured.blocks,
+        )  # fmt: skip
     counts = TrialCounts(
         trials=0,
         complete=0,
@@ -88,6 +88,7 @@ def run_enumeration(
         proven_optimal=e.complete,
         stop_reason="enumerated" if e.complete else "seconds",
         trace=e.trace,
+        trace_points=e.trace_points,
         counts=counts,
         front=e.front,
         notes=[] if e.complete else [f"time budget ran out after {e.scored} of {space.size} points"],
@@ -101,6 +102,41 @@ def _sample_violations(problem: Problem, target: Target, space: SearchSpace) -> 
     return tuple(ViolationCount(code=v.code, count=space.size, message=v.message) for v in found)
 
 
+@dataclass
+class StopRule:
+    """Why a study should stop now, checked after every trial (None: go on).
+
+    In order: every structural choice scored (``space-exhausted``: each came with its whole
+    sub-space, so the best is optimal); the best single-objective latency at the roofline bound
+    (``lower-bound``: nothing can be faster); `patience` trials or `patience_seconds` without any
+    improvement of the best (``converged``: a heuristic stop, never reported as optimal). The
+    trial and time budgets are Optuna's own limits.
+    """
+
+    problem: Problem
+    target: Target
+    settings: SearchSettings
+    bound_seconds: float | None = None
+
+    def __call__(self, ev: Evaluator) -> StopReason | None:
+        s = self.settings
+        if ev.structural_exhausted:
+            return "space-exhausted"
+        if ev.best_point is None or ev.best_values is None or s.multi_objective:
+            return None
+        if s.objectives == ("latency",):
+            if self.bound_seconds is None:
+                clock = self.target.cost(self.problem, self.target.mapping(self.problem, ev.best_point)).clock_hz
+                self.bound_seconds = self.target.lower_bound(self.problem).cycles / clock
+            if ev.best_values[0] <= self.bound_seconds * (1 + 1e-9):
+                return "lower-bound"
+        if s.patience and len(ev.trace) - ev.improved_at >= s.patience:
+            return "converged"
+        if s.patience_seconds and time.perf_counter() - ev.improved_time >= s.patience_seconds:
+            return "converged"
+        return None
+
+
 def run_study(
     problem: Problem,
     target: Target,
@@ -109,12 +145,19 @@ def run_study(
     strategy: str,
     deadline: float,
     progress: Progress | None = None,
+    inner_points: int | None = None,
 ) -> Found:
-    """One Optuna study in memory: Optuna picks the structure, numpy scores each sub-space."""
+    """One Optuna study in memory: Optuna picks the structure, numpy scores each sub-space.
+
+    Stops at the first of: every structural choice scored (``space-exhausted``, optimal), a
+    mapping at the roofline bound (``lower-bound``, optimal), `patience` trials or
+    `patience_seconds` without improvement (``converged``), the trial or time budget.
+    """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     n_obj = len(settings.objectives)
-    inner_points = 0 if settings.multi_objective else settings.inner_points
-    structural, inner = split_params(space, inner_points)
+    if inner_points is None:
+        inner_points = settings.inner_points if settings.inner_points is not None else DEFAULT_INNER
+    structural, inner = split_params(space, 0 if settings.multi_objective else inner_points)
     encoding = Encoding.of(structural, all_index=strategy == "cmaes")
     study = optuna.create_study(
         storage=optuna.storages.InMemoryStorage(),
@@ -130,22 +173,16 @@ def run_study(
                 continue
             study.enqueue_trial(params, user_attrs={"warm_start": i}, skip_if_exists=True)
     ev = Evaluator(target, problem, space, settings.objectives, encoding, tuple(p.name for p in inner))
-    stop: dict[str, Any] = {"reason": None, "lb": None}
-    single_latency = settings.objectives == ("latency",)
+    rule = StopRule(problem, target, settings)
+    stopped: list[StopReason] = []
 
     def callback(study: optuna.Study, _trial: optuna.trial.FrozenTrial) -> None:
         if progress is not None:
             progress(len(ev.trace), settings.max_trials)
-        if ev.structural_exhausted:
-            stop["reason"] = "space-exhausted"
+        reason = rule(ev)
+        if reason is not None:
+            stopped.append(reason)
             study.stop()
-        elif single_latency and ev.best_point is not None and ev.best_values is not None:
-            if stop["lb"] is None:
-                rep = target.cost(problem, target.mapping(problem, ev.best_point))
-                stop["lb"] = rep.lower_bound_cycles / rep.clock_hz
-            if ev.best_values[0] <= stop["lb"] * (1 + 1e-9):
-                stop["reason"] = "lower-bound"
-                study.stop()
 
     timeout = max(0.0, deadline - time.perf_counter())
     with warnings.catch_warnings():
@@ -153,7 +190,7 @@ def run_study(
         warnings.filterwarnings("ignore", message="Constraints have been set, but CmaEsSampler")
         study.optimize(ev, n_trials=settings.max_trials, timeout=timeout, callbacks=[callback])
     n_trials = len(study.trials)
-    reason: StopReason = stop["reason"] or ("trials" if n_trials >= settings.max_trials else "seconds")
+    reason: StopReason = stopped[0] if stopped else ("trials" if n_trials >= settings.max_trials else "seconds")
     front: list[tuple[dict[str, Choice], tuple[float, ...]]] = []
     point, values = ev.best_point, ev.best_values
     if settings.multi_objective:
@@ -181,7 +218,9 @@ def run_study(
     if reason == "space-exhausted" and settings.multi_objective:
         notes.append("every point was scored: the front is the exact Pareto front")
         proven = True
-    return Found(strategy, point, values, proven, reason, ev.trace, counts, front, notes)
+    if reason == "converged":
+        notes.append(f"no improvement over the last {len(ev.trace) - ev.improved_at} trials: stopped (not a proof)")
+    return Found(strategy, point, values, proven, reason, ev.trace, counts, front, notes, ev.trace_points)
 
 
 def _in_space(space: SearchSpace, point: dict[str, Choice]) -> bool:
@@ -204,14 +243,19 @@ def tune(
     """
     settings = settings or SearchSettings()
     check_request(problem, target, settings)
-    space = target.space(problem)
-    strategy = resolve_strategy(settings, space, problem, target)
     t0 = time.perf_counter()
     deadline = t0 + settings.max_seconds
-    if strategy == "exhaustive":
-        found = run_enumeration(problem, target, space, settings, deadline)
+    space = target.space(problem)
+    plan = resolve_strategy(settings, space, problem, target)
+    if plan.strategy == "exhaustive":
+        found = run_enumeration(problem, target, space, settings, deadline, plan.probe)
     else:
-        found = run_study(problem, target, space, settings, strategy, deadline, progress)
+        found = run_study(problem, target, space, settings, plan.strategy, deadline, progress, plan.inner_points)
+        found.counts = found.counts.model_copy(
+            update={"points_scored": found.counts.points_scored + (plan.probe.state.scored + 1 if plan.probe else 0)}
+        )
+    found.inner_points = plan.inner_points
+    found.rate = plan.probe.rate if plan.probe else None
     seconds = time.perf_counter() - t0
     version = cost_model_version(target)
     key = cache_key(problem, target.name, dict(overrides or {}), version, settings)

@@ -2,6 +2,13 @@
 
 Every field takes part in the cache key (see `mapper.cache`): change any of them and the
 mapper searches again. The defaults are the "default budget" the benchmark measures.
+
+A search stops for one of the `StopReason`s below; only ``enumerated``, ``space-exhausted`` and
+``lower-bound`` prove the answer optimal. ``converged`` is the time-to-result lever: when the
+best has not improved for `patience` trials (or `patience_seconds`), more trials rarely pay, so
+the search returns what it has and says it is not a proof (set ``patience=0`` to spend the whole
+budget). `inner_points` None sizes each trial's numpy sub-space from the scorer's measured rate
+(see `mapper.planning`).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ StopReason = Literal[
     "enumerated",  # the whole space was scored: the answer is optimal
     "space-exhausted",  # every structural choice was tried (each with its sub-space enumerated)
     "lower-bound",  # a mapping reached the roofline bound: nothing can be faster
+    "converged",  # no improvement over `patience` trials (or `patience_seconds`): not a proof
     "trials",  # the trial budget ran out
     "seconds",  # the time budget ran out
 ]
@@ -34,11 +42,28 @@ class SearchSettings(BaseModel):
     max_seconds: float = Field(default=20.0, gt=0, le=86_400, description="wall-clock budget of the search")
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     warm_start: bool = Field(default=True, description="enqueue the target's rule-of-thumb points first")
-    inner_points: int = Field(
-        default=4096,
+    inner_points: int | None = Field(
+        default=None,
         ge=0,
         le=1 << 22,
-        description="points of a sub-space scored with numpy per trial (0: one point per trial)",
+        description="points of a sub-space scored with numpy per trial (0: one point per trial; "
+        "None: sized from the scorer's measured rate so a trial scores for about `trial_seconds`)",
+    )
+    trial_seconds: float = Field(
+        default=0.004,
+        gt=0,
+        le=10,
+        description="with inner_points None, the scoring time per trial the sub-space is sized for",
+    )
+    patience: int = Field(
+        default=40,
+        ge=0,
+        description="stop (reason 'converged') after this many trials without improvement (0: never)",
+    )
+    patience_seconds: float = Field(
+        default=0.0,
+        ge=0,
+        description="stop (reason 'converged') after this long without improvement (0: never; timing-dependent)",
     )
     enumerate_limit: int = Field(
         default=4_000_000,
@@ -48,9 +73,14 @@ class SearchSettings(BaseModel):
     enumerate_seconds: float = Field(
         default=1.0,
         ge=0,
-        description="under strategy auto, enumerate only if the measured scoring rate says it takes this long at most",
+        description="under strategy auto, enumerate whenever the measured scoring rate says it takes this long at most",
     )
-    chunk: int = Field(default=1 << 18, ge=1, description="points scored per numpy batch when enumerating")
+    probe_points: int = Field(
+        default=1 << 14,
+        ge=1,
+        description="points scored to measure the scorer's rate (they are the first chunk of an enumeration)",
+    )
+    chunk: int = Field(default=1 << 16, ge=1, description="points scored per numpy batch when enumerating")
 
     @field_validator("objectives")
     @classmethod

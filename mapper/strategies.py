@@ -23,9 +23,12 @@ CONSTRAINT_PREFIX = "violation:"
 
 
 def is_ordinal(param: Param) -> bool:
-    """True when the choices are distinct numbers in increasing order (tile sizes, core counts)."""
+    """True when the choices are distinct numbers in increasing or decreasing order (tile sizes, core counts)."""
     nums = [c for c in param.choices if isinstance(c, int | float) and not isinstance(c, bool)]
-    return len(nums) == len(param.choices) and all(a < b for a, b in itertools.pairwise(nums))
+    if len(nums) != len(param.choices):
+        return False
+    pairs = list(itertools.pairwise(nums))
+    return all(a < b for a, b in pairs) or all(a > b for a, b in pairs)
 
 
 @dataclass(frozen=True)
@@ -74,22 +77,29 @@ def split_params(space: SearchSpace, inner_points: int) -> tuple[tuple[Param, ..
 
     Inner parameters are taken greedily from the ordinal ones with the most choices (tile sizes),
     then the other ordinal ones; categorical parameters (placements, stationary operand, layouts)
-    stay structural so Optuna learns them. At least one parameter stays structural.
+    stay structural so Optuna learns them, unless the sub-space still has room for them once every
+    ordinal parameter is in (scoring all their choices beats learning them). At least one
+    parameter stays structural.
     """
     if inner_points <= 1 or len(space.params) <= 1:
         return space.params, ()
-    candidates = sorted(
-        (p for p in space.params if is_ordinal(p)),
-        key=lambda p: (-len(p.choices), space.params.index(p)),
-    )
+
+    def by_size(params: list[Param]) -> list[Param]:
+        return sorted(params, key=lambda p: (-len(p.choices), space.params.index(p)))
+
+    ordinal = by_size([p for p in space.params if is_ordinal(p)])
+    others = by_size([p for p in space.params if not is_ordinal(p)])
     inner: set[str] = set()
     size = 1
-    for p in candidates:
-        if len(inner) == len(space.params) - 1:
-            break
-        if size * len(p.choices) <= inner_points:
-            inner.add(p.name)
-            size *= len(p.choices)
+    for group in (ordinal, others):
+        for p in group:
+            if len(inner) == len(space.params) - 1:
+                break
+            if size * len(p.choices) <= inner_points:
+                inner.add(p.name)
+                size *= len(p.choices)
+        if len(inner) < len(ordinal):
+            break  # an ordinal parameter did not fit: categoricals stay structural
     structural = tuple(p for p in space.params if p.name not in inner)
     return structural, tuple(p for p in space.params if p.name in inner)
 

@@ -85,3 +85,11 @@ def test_targets_and_workloads_list() -> None:
     res = runner.invoke(app, ["workloads", "--json"])
     assert res.exit_code == 0, res.output
     assert "resnet50" in {r["workload"] for r in json.loads(res.output)}
+
+
+def test_patience_flag_reaches_the_settings(fake: None) -> None:
+    res = runner.invoke(app, ["tune", *MATMUL, "--target", "fake", "--patience", "0", "--json", "--no-validate"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["settings"]["patience"] == 0
+    res = runner.invoke(app, ["tune", *MATMUL, "--target", "fake", "--patience", "-1"])
+    assert res.exit_code == 2 and "patience" in res.output

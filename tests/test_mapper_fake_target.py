@@ -43,7 +43,7 @@ class FakeMatmulTarget:
     """Test double: a toy matmul engine (see the module docstring)."""
 
     family = "fake"
-    objectives = ("latency", "offchip_bytes", "footprint")
+    objectives: tuple[str, ...] = ("latency", "offchip_bytes", "footprint")
 
     def __init__(self, name: str = "fake", **overrides: Any) -> None:
         self.name = name

@@ -14,7 +14,7 @@ import pytest
 from test_mapper_fake_target import FakeMatmulTarget, matmul
 
 from costmodels.protocol import BatchScore
-from mapper.enumerate import chunk_columns, enumerate_space, pareto_mask
+from mapper.enumerate import ChunkPlan, chunk_columns, enumerate_space, pareto_mask
 from mapper.result import TuneResult
 from mapper.search import tune
 from mapper.settings import SearchSettings
@@ -88,9 +88,20 @@ def test_chunked_enumeration_matches_one_batch() -> None:
     whole = enumerate_space(t, P, space, ("latency",), chunk=space.size)
     chunked = enumerate_space(t, P, space, ("latency",), chunk=37)
     assert chunked.best == whole.best and chunked.best_values == whole.best_values
-    assert len(chunked.trace) == math.ceil(space.size / 37)
+    steps = np.diff([0, *chunked.trace_points])
+    assert chunked.trace_points[-1] == space.size and len(steps) > space.size // 37 and steps.max() <= 37
     cols, part = space.columns(), chunk_columns(space, 40, 77)
     assert all(np.array_equal(cols[k][40:77], part[k]) for k in cols)
+
+
+@pytest.mark.parametrize(("chunk", "block_limit"), [(37, None), (100, 10), (1 << 18, 64), (1, None)])
+def test_chunk_plan_rebuilds_the_columns_in_order(chunk: int, block_limit: int | None) -> None:
+    space = FakeMatmulTarget().space(P)
+    plan = ChunkPlan(space, chunk, block_limit)
+    parts = [plan.columns(b0, b1) for b0, b1 in plan.bounds()]
+    whole = space.columns()
+    assert all(np.array_equal(np.concatenate([c[k] for c in parts]), whole[k]) for k in whole)
+    assert all(len(c["tm"]) <= max(chunk, plan.block) for c in parts)
 
 
 def test_tpe_with_subspaces_exhausts_structure_and_proves_optimum() -> None:
@@ -124,7 +135,7 @@ def test_time_budget_stops_enumeration_unproven() -> None:
     t = SpyTarget(delay=0.05)
     s = SearchSettings(strategy="exhaustive", max_seconds=0.01, chunk=100)
     r = tune(P, t, s, validate=False)
-    assert r.stop_reason == "seconds" and not r.proven_optimal and r.counts.points_scored == 100
+    assert r.stop_reason == "seconds" and not r.proven_optimal and 0 < r.counts.points_scored <= 100
 
 
 def test_infeasible_trials_carry_their_reasons() -> None:
