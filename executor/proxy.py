@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from costmodels.ir import Level, Loop, Mapping
+from costmodels.ir import Level, Mapping
 from executor import numerics
 from workload import dtypes
 from workload.problem import Operand, Problem
@@ -73,14 +73,54 @@ def _proxy_operand(problem: Problem, op: Operand, sizes: dict[str, int]) -> Oper
     return op.model_copy(update={"pad": tuple(pads)})
 
 
-def build_proxy(problem: Problem, mapping: Mapping, factors: list[int]) -> tuple[Problem, Mapping]:
-    """The problem and mapping with loop factors replaced by `factors` (nest order)."""
-    it = iter(factors)
-    levels = tuple(
-        Level(name=lvl.name, loops=tuple(Loop(**{**lp.model_dump(), "factor": next(it)}) for lp in lvl.loops))
-        for lvl in mapping.levels
-    )
-    proxy_map = mapping.model_copy(update={"levels": levels})
+def radix_order(mapping: Mapping, axis: str) -> list[int] | None:
+    """Nest positions of `axis`'s loops from finest to coarsest stride, if the strides form a mixed radix.
+
+    Targets whose loop order differs from the order of significance (an RNGD nest visits ``n`` at the
+    row level inside a coarser ``n`` loop at the time level) write explicit strides; when those
+    strides are exactly the mixed radix of the factors in some order, the factors can be shrunk and
+    the strides recomputed without changing the structure. Loops of factor 1 have no effect and are
+    skipped. Returns None for any other stride pattern (overlapping or gapped on purpose).
+    """
+    loops = mapping.loops()
+    idx = [i for i, (_, lp) in enumerate(loops) if lp.axis == axis]
+    strides = dict(zip(idx, mapping.strides(axis), strict=True))
+    active = sorted((i for i in idx if loops[i][1].factor > 1), key=lambda i: strides[i])
+    expect = 1
+    for i in active:
+        if strides[i] != expect:
+            return None
+        expect *= loops[i][1].factor
+    return active
+
+
+def build_proxy(
+    problem: Problem, mapping: Mapping, factors: list[int], orders: dict[str, list[int]] | None = None
+) -> tuple[Problem, Mapping]:
+    """The problem and mapping with loop factors replaced by `factors` (nest order).
+
+    Axes listed in `orders` (finest-first loop positions, see `radix_order`) get their explicit
+    strides recomputed from the new factors.
+    """
+    strides: dict[int, int] = {}
+    for order in (orders or {}).values():
+        acc = 1
+        for i in order:
+            strides[i] = acc
+            acc *= factors[i]
+    flat = [lp for lvl in mapping.levels for lp in lvl.loops]
+    it = iter(range(len(flat)))
+    levels = []
+    for lvl in mapping.levels:
+        new = []
+        for lp in lvl.loops:
+            i = next(it)
+            update = {"factor": factors[i]}
+            if i in strides:
+                update["stride"] = strides[i]
+            new.append(lp.model_copy(update=update))
+        levels.append(Level(name=lvl.name, loops=tuple(new)))
+    proxy_map = mapping.model_copy(update={"levels": tuple(levels)})
     sizes = {a: _shrink_size(s, mapping.padded_size(a), proxy_map.padded_size(a)) for a, s in problem.axes.items()}
     inputs = tuple(_proxy_operand(problem, op, sizes) for op in problem.inputs)
     proxy = Problem(
@@ -98,7 +138,14 @@ def shrink(problem: Problem, mapping: Mapping, cap_bytes: int) -> tuple[Problem,
     """Halve loop factors until the validation of the proxy fits in `cap_bytes` (see module docstring)."""
     loops = mapping.loops()
     last = len(mapping.levels) - 1
-    explicit = {lp.axis for _, lp in loops if lp.stride is not None}
+    orders: dict[str, list[int]] = {}
+    explicit: set[str] = set()
+    for axis in {lp.axis for _, lp in loops if lp.stride is not None}:
+        order = radix_order(mapping, axis)
+        if order is None:
+            explicit.add(axis)  # irregular strides: shrinking would change what the mapping visits
+        else:
+            orders[axis] = order
     free = set(problem.free_axes)
     factors = [lp.factor for _, lp in loops]
 
@@ -119,7 +166,7 @@ def shrink(problem: Problem, mapping: Mapping, cap_bytes: int) -> tuple[Problem,
                 break
             i = max(movable, key=lambda j: factors[j])
             factors[i] = -(-factors[i] // 2)
-            proxy, proxy_map = build_proxy(problem, mapping, factors)
+            proxy, proxy_map = build_proxy(problem, mapping, factors, orders)
         if estimate_bytes(proxy, proxy_map) <= cap_bytes:
             break
         if ph == 1:

@@ -21,6 +21,14 @@ from executor.tolerance import Tolerance, derive
 from workload.problem import Problem
 from workload.reference import cast_output, evaluate, random_inputs
 
+
+class ValidationTooLarge(RuntimeError):
+    """No structure-keeping proxy of the mapping fits the memory cap: validation would not be bounded."""
+
+
+#: A proxy whose estimate still exceeds the cap by this factor is not run (the estimate is an upper bound).
+HARD_LIMIT_FACTOR = 4
+
 #: Default memory cap of a validation run.
 DEFAULT_CAP_BYTES = 256 * 1024 * 1024
 
@@ -101,6 +109,13 @@ def validate(
         run_problem, run_mapping_, more = proxy_mod.shrink(problem, mapping, memory_cap_bytes)
         notes += more
         method = "proxy"
+        if proxy_mod.estimate_bytes(run_problem, run_mapping_) > HARD_LIMIT_FACTOR * memory_cap_bytes:
+            raise ValidationTooLarge(
+                f"even the smallest proxy of this mapping needs about "
+                f"{proxy_mod.estimate_bytes(run_problem, run_mapping_) / 2**20:,.0f} MiB to validate, over "
+                f"{HARD_LIMIT_FACTOR} x the {memory_cap_bytes / 2**20:,.0f} MiB cap: raise memory_cap_bytes "
+                "or validate a smaller instance of the problem"
+            )
     inputs = random_inputs(run_problem, np.random.default_rng(seed))
     result = run_mapping(run_problem, run_mapping_, inputs)
     ref = evaluate(run_problem, inputs)
