@@ -71,6 +71,12 @@ def _message(code: str, shape: TTShape, hw: TensixHardware, p: dict[str, Choice]
                 f"override the preset setting fidelities to allow {p['math_fidelity']}"
             )
         return f"math fidelity {p['math_fidelity']!r} is unknown: use one of the allowed fidelities, {allowed}"
+    if code == "accumulation":
+        return (
+            "fp32_acc is off, so partial sums would accumulate in the 16-bit destination register, but the problem "
+            "declares f32 accumulation: set fp32_acc, or override the preset setting bf16_accumulation to true to "
+            "accept the precision loss"
+        )
     if code == "dst-capacity":
         acc = "with fp32 accumulation " if p["fp32_acc"] else ""
         return (

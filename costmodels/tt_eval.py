@@ -59,6 +59,7 @@ CODES = (
     "act-block-w-div",
     "in0-block-w",
     "math-fidelity",
+    "accumulation",
     "dst-capacity",
     "subblock-divides",
     "subblock-shape",
@@ -137,6 +138,7 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     # the streamed K block must divide K (ttnn matmul: in0_block_w divides K_t)
     ok["in0-block-w"] = ~dram | ((kb >= 1) & (np.mod(k_dram, kb) == 0))
     ok["math-fidelity"] = ~np.isnan(tile_cyc) & x["fid_ok"]
+    ok["accumulation"] = fp32 | bool(hw.bf16_accumulation)
     dst = np.where(fp32, hw.dst_tiles_fp32, hw.dst_tiles)
     ok["dst-capacity"] = (sb_h * sb_w <= dst) & ~np.isnan(sb_h)
     ok["subblock-divides"] = (np.mod(abh_t, sb_h) == 0) & (np.mod(pn_t, sb_w) == 0)

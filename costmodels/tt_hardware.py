@@ -38,6 +38,12 @@ class TensixHardware(BaseModel):
         "HiFi2 multiply fewer mantissa bits, so the preset allows only ttnn's HiFi4 default",
     )
 
+    bf16_accumulation: bool = Field(
+        default=False,
+        description="may the search accumulate in the 16-bit destination register (fp32_acc off)? The problem "
+        "declares f32 accumulation for bf16/f32 inputs, so this precision loss is opt-in",
+    )
+
     @model_validator(mode="after")
     def _consistent(self) -> TensixHardware:
         missing = [f for f in FIDELITIES if f not in self.tile_cycles]

@@ -53,7 +53,11 @@ def build_space(shape: TTShape, hw: TensixHardware) -> SearchSpace:
             choices=tuple(hw.fidelities),
             doc="the fidelities the preset's policy allows (HiFi4 unless overridden)",
         ),
-        Param(name="fp32_acc", choices=(False, True), doc="accumulate in fp32 in the destination register"),
+        Param(
+            name="fp32_acc",
+            choices=(False, True) if hw.bf16_accumulation else (True,),
+            doc="accumulate in fp32 in the destination register (bf16 only if the preset allows it)",
+        ),
     )
     return SearchSpace(params=params)
 
@@ -135,7 +139,8 @@ def build_mapping(
         Level(name="tile", loops=tuple(Loop(axis=a, factor=f) for a, f in (tile_m | tile_n).items()) + tuple(tile_k)),
     )
     fill = {o.name: {a: "zero" for a, _ in k_axes if a in o.axes} for o in problem.inputs}
-    acc = "f32" if bool(point["fp32_acc"]) else problem.output.dtype
+    # fp32_dest_acc_en off: partial sums live in the 16-bit destination register (hardware-facts.md §4.1, Dst row)
+    acc = "f32" if bool(point["fp32_acc"]) else "bf16"
     return Mapping(
         target=preset,
         levels=levels,
@@ -190,7 +195,7 @@ def warm_starts(shape: TTShape, hw: TensixHardware, space: SearchSpace) -> list[
                 "weights_double_buffer": s.kind == "block",
                 "split_reader": s.kind == "height",
                 "math_fidelity": hw.preferred_fidelity,
-                "fp32_acc": False,
+                "fp32_acc": not hw.bf16_accumulation,
                 "memory": MEMORIES[0],
                 "in0_block_w": int(by_name["in0_block_w"][0]),
             }

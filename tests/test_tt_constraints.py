@@ -29,7 +29,7 @@ BASE: dict[str, Any] = {
     "weights_double_buffer": False,
     "split_reader": False,
     "math_fidelity": "HiFi4",
-    "fp32_acc": False,
+    "fp32_acc": True,
 }
 
 
@@ -80,10 +80,26 @@ def test_unknown_fidelity() -> None:
 def test_dst_register_limit_8_tiles_and_4_with_fp32() -> None:
     # hardware-facts.md §4.1 Dst register: 8 tiles bf16, 4 with fp32 accumulation
     p = einsum("mk,kn->mn", {"m": 256, "k": 64, "n": 256}, dtype="bf16", weight=1)
-    ok = knobbed(p, layout="height/1", act_block_h=256, out_subblock="1x8")
-    assert T.check(p, ok) == []
+    t16 = get_target("wormhole-n150", {"bf16_accumulation": True})
+    ok = knobbed(p, layout="height/1", act_block_h=256, out_subblock="1x8", fp32_acc=False)
+    assert t16.check(p, ok) == []
     assert "dst-capacity" in codes(p, knobbed(p, layout="height/1", act_block_h=256, out_subblock="1x8", fp32_acc=True))
-    assert "dst-capacity" in codes(p, knobbed(p, layout="height/1", act_block_h=256, out_subblock="3x8"))
+    bad = knobbed(p, layout="height/1", act_block_h=256, out_subblock="3x8", fp32_acc=False)
+    assert "dst-capacity" in [v.code for v in t16.check(p, bad)]
+
+
+def test_bf16_destination_accumulation_is_opt_in() -> None:
+    """The problem declares f32 accumulation; a 16-bit Dst (fp32_acc off) is rejected unless the preset allows it."""
+    p = einsum("mk,kn->mn", {"m": 256, "k": 64, "n": 256}, dtype="bf16", weight=1)
+    m16 = knobbed(p, layout="height/1", act_block_h=256, out_subblock="1x4", fp32_acc=False)
+    violations = T.check(p, m16)
+    assert [v.code for v in violations] == ["accumulation"]
+    assert "bf16_accumulation" in violations[0].message
+    assert T.space(p).params[[q.name for q in T.space(p).params].index("fp32_acc")].choices == (True,)
+    t16 = get_target("wormhole-n150", {"bf16_accumulation": True})
+    assert t16.check(p, m16) == []
+    assert T.mapping(p, {**BASE, "layout": "height/1"}).acc_dtype == "f32"
+    assert t16.mapping(p, {**BASE, "layout": "height/1", "fp32_acc": False}).acc_dtype == "bf16"
 
 
 def test_subblock_must_divide_and_span_width() -> None:

@@ -29,7 +29,7 @@ BASE: dict[str, Any] = {
     "weights_double_buffer": False,
     "split_reader": False,
     "math_fidelity": "HiFi4",
-    "fp32_acc": False,
+    "fp32_acc": True,
     "memory": "l1-sharded",
     "in0_block_w": 1,
 }

@@ -32,7 +32,7 @@ DRAM: dict[str, Any] = {
     "weights_double_buffer": True,
     "split_reader": False,
     "math_fidelity": "HiFi4",
-    "fp32_acc": False,
+    "fp32_acc": True,
 }
 BIG = einsum("mk,kn->mn", {"m": 4096, "k": 4096, "n": 4096}, dtype="bf16", weight=1)
 

@@ -95,7 +95,7 @@ def test_fidelity_scales_compute_cycles() -> None:
         "act_double_buffer": False,
         "weights_double_buffer": False,
         "split_reader": False,
-        "fp32_acc": False,
+        "fp32_acc": True,
     }
     comp = {}
     for fid in ("LoFi", "HiFi2", "HiFi3", "HiFi4"):
