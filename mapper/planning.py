@@ -3,14 +3,15 @@
 The analytic models are cheap but not free, and their speed differs per target and problem, so
 the mapper measures before it decides: `probe` scores one point alone (the per-call overhead) and
 the first chunk of the space (the rate; that chunk is kept as the first chunk of an enumeration,
-so it is never scored twice). From that, ``auto`` enumerates the whole space whenever the
-prediction fits `SearchSettings.enumerate_seconds` (an exact, proven answer), and otherwise runs
-TPE with each trial's sub-space sized to about `SearchSettings.trial_seconds` of scoring.
+so it is never scored twice). ``auto`` enumerates the whole space (an exact, proven answer) when
+it has at most `SearchSettings.enumerate_limit` points - a rule on the space, not on the machine,
+so the same seeded request takes the same path anywhere - unless the measured rate says the
+enumeration would not fit the request's own ``max_seconds``; otherwise it runs TPE with each
+trial's sub-space sized to about `SearchSettings.trial_seconds` of scoring.
 
-Because these choices depend on measured time, the same request can take a different path on a
-slower or busier machine; the result records the path (`TuneResult.strategy`, `inner_points`,
-`scorer_rate`), and fixing ``strategy`` and ``inner_points`` in the settings makes a seeded search
-reproducible anywhere.
+The sub-space size of the TPE path follows the measured rate; the result records it
+(`TuneResult.inner_points`, `scorer_rate`), and fixing ``inner_points`` in the settings makes a
+seeded TPE search reproducible on any machine.
 """
 
 from __future__ import annotations
@@ -98,8 +99,8 @@ class Plan:
 def resolve_strategy(settings: SearchSettings, space: SearchSpace, problem: Problem, target: Target) -> Plan:
     """The strategy to run, and the rate probe when one was needed.
 
-    ``auto`` enumerates whenever the measured scoring rate says the whole space takes at most
-    `enumerate_seconds` (and it has at most `enumerate_limit` points); otherwise it runs TPE.
+    ``auto`` enumerates spaces of at most `enumerate_limit` points (unless the measured rate says that
+    would overrun ``max_seconds``); otherwise it runs TPE.
     """
     needs_rate = settings.strategy == "auto" or (
         settings.inner_points is None and settings.strategy != "exhaustive" and not settings.multi_objective
@@ -109,7 +110,7 @@ def resolve_strategy(settings: SearchSettings, space: SearchSpace, problem: Prob
         return Plan(settings.strategy, measured, inner_size(settings, measured))
     assert measured is not None
     if measured.complete or (
-        space.size <= settings.enumerate_limit and measured.enumerate_seconds() <= settings.enumerate_seconds
+        space.size <= settings.enumerate_limit and measured.enumerate_seconds() <= settings.max_seconds
     ):
         return Plan("exhaustive", measured, 0)
     return Plan("tpe", measured, inner_size(settings, measured))

@@ -1,7 +1,7 @@
 """Search the mapping space of a problem on a target: one in-memory Optuna study per request.
 
 `tune` plans the search from the scorer's measured speed (`mapper.planning`: ``auto`` enumerates
-whenever the whole space fits `enumerate_seconds` and proves the answer optimal; otherwise TPE over
+whenever the space has at most `enumerate_limit` points and proves the answer optimal; otherwise TPE over
 the structural choices, each trial scoring a sub-space with numpy), runs it until a `StopRule`
 or the budget says stop, and packages the best mapping with its cost, roofline gap, trace, trial
 counts and the executor's validation into a `TuneResult`.

@@ -66,14 +66,10 @@ class SearchSettings(BaseModel):
         description="stop (reason 'converged') after this long without improvement (0: never; timing-dependent)",
     )
     enumerate_limit: int = Field(
-        default=4_000_000,
+        default=2_000_000,
         ge=0,
-        description="under strategy auto, spaces up to this many points are enumerated exactly",
-    )
-    enumerate_seconds: float = Field(
-        default=1.0,
-        ge=0,
-        description="under strategy auto, enumerate whenever the measured scoring rate says it takes this long at most",
+        description="under strategy auto, spaces up to this many points are enumerated exactly; the choice depends "
+        "on the space, not on the machine's speed, so a seeded request takes the same path anywhere",
     )
     probe_points: int = Field(
         default=1 << 14,

@@ -63,14 +63,31 @@ def test_auto_enumerates_when_the_measured_cost_fits_and_reuses_the_probe() -> N
     # only its two single-point timing calls are extra
 
 
-def test_auto_searches_when_enumeration_would_not_fit() -> None:
-    t = TimedTarget(per_point=1e-3)  # 1024 points: 1 s to enumerate, more than allowed below
-    s = SearchSettings(probe_points=64, enumerate_seconds=0.1, max_trials=5, patience=0)
+def test_auto_searches_when_the_space_exceeds_the_enumeration_limit() -> None:
+    t = TimedTarget(per_point=1e-4)  # slow enough that each trial's sub-space stays small
+    s = SearchSettings(probe_points=64, enumerate_limit=512, max_trials=5, patience=0)  # the space has 1024 points
     plan = resolve_strategy(s, t.space(BIG), BIG, t)
     assert plan.strategy == "tpe" and plan.probe is not None
-    assert 0.3 < plan.probe.enumerate_seconds() < 3  # (1024 - 64) points at 1 ms each, give or take load
     r = tune(BIG, t, s, validate=False)
     assert r.strategy == "tpe" and r.counts.trials == 5 and not r.proven_optimal and r.inner_points >= MIN_INNER
+
+
+def test_auto_choice_does_not_depend_on_the_machine_speed() -> None:
+    """A slow scorer (a busy machine) takes the same path as a fast one while the budget allows."""
+    fast = resolve_strategy(
+        SearchSettings(probe_points=64), TimedTarget(per_point=1e-6).space(BIG), BIG, TimedTarget(per_point=1e-6)
+    )
+    slow = resolve_strategy(
+        SearchSettings(probe_points=64), TimedTarget(per_point=1e-3).space(BIG), BIG, TimedTarget(per_point=1e-3)
+    )
+    assert fast.strategy == slow.strategy == "exhaustive"
+
+
+def test_auto_does_not_enumerate_past_the_time_budget() -> None:
+    t = TimedTarget(per_point=1e-3)  # 1024 points: about 1 s to enumerate, over the 0.2 s budget
+    plan = resolve_strategy(SearchSettings(probe_points=64, max_seconds=0.2), t.space(BIG), BIG, t)
+    assert plan.strategy == "tpe"
+    assert 0.3 < plan.probe.enumerate_seconds() < 3  # (1024 - 64) points at 1 ms each, give or take load
 
 
 def test_convergence_stop_has_its_own_reason_and_is_not_a_proof() -> None:
