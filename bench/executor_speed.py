@@ -114,6 +114,41 @@ def main() -> None:
         tiled = _best(lambda p=p, m=mapping, x=inputs: run_mapping(p, m, x), repeat)
         tile_s = "x".join(f"{a}{t}" for a, t in tile.items())
         print(f"{name:<26} {tile_s:<18} {single * 1e3:>10.1f} {tiled * 1e3:>10.1f} {tiled / single:>7.2f}", flush=True)
+    memory_cap()
+
+
+def memory_cap() -> None:
+    """Validation of problems over the memory cap: method, share checked, peak traced memory, time."""
+    import tracemalloc
+
+    from costmodels.registry import get_target
+    from executor.validate import DEFAULT_CAP_BYTES, validate
+    from mapper.search import tune
+    from workload.einsum import einsum
+    from workload.named import load
+
+    big = einsum("mk,kn->mn", {"m": 8192, "k": 8192, "n": 8192}, dtype="bf16", weight=1)
+    cases: list[tuple[str, Problem, Mapping]] = [
+        ("gemm 8192^3 bf16, tiles 128/512", big, tiled_mapping(big, {"m": 128, "n": 512, "k": 128}))
+    ]
+    q_proj = next(p for p in load("llama7b-prefill") if p.label.endswith("q_proj"))
+    best = tune(q_proj, get_target("rngd"), validate=False).mapping
+    assert best is not None
+    cases.append(("llama7b prefill q_proj, rngd best", q_proj, best))
+    print(f"\nvalidation under the {DEFAULT_CAP_BYTES / 2**20:.0f} MiB memory cap")
+    print(f"{'problem':<36} {'method':<7} {'checked':>9} {'peak MiB':>9} {'seconds':>8} {'passed':>7}")
+    for name, problem, mapping in cases:
+        tracemalloc.start()
+        t0 = time.perf_counter()
+        report = validate(problem, mapping, seed=0)
+        spent = time.perf_counter() - t0
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        print(
+            f"{name:<36} {report.method:<7} {report.checked_fraction:>9.2%} {peak / 2**20:>9.0f} {spent:>8.1f} "
+            f"{report.passed!s:>7}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
