@@ -16,24 +16,11 @@ from costmodels.protocol import Choice, Target
 from costmodels.registry import get_target
 from costmodels.rngd import RngdTarget
 from costmodels.rngd_cost import CONSTRAINTS
+from tests.rngd_points import BASE
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
 
-BASE: dict[str, Choice] = dict(
-    packet_k=32,
-    packet_free="m",
-    rows=8,
-    inner="n",
-    trf_split=1,
-    double_buffer=False,
-    clusters=1,
-    cluster_role="m",
-    slices=1,
-    slice_role="m",
-    feed_flits=2,
-    shift=False,
-)
 T = get_target("rngd")
 assert isinstance(T, RngdTarget)
 GEMM = einsum("mk,nk->mn", {"m": 64, "k": 64, "n": 16}, weight=1)

@@ -8,26 +8,11 @@ from __future__ import annotations
 import pytest
 
 from costmodels.presets import preset_sources
-from costmodels.protocol import Choice
 from costmodels.registry import get_target
 from costmodels.rngd import RngdTarget
+from tests.rngd_points import BASE
 from workload.einsum import einsum
 from workload.errors import ProblemError
-
-BASE: dict[str, Choice] = dict(
-    packet_k=32,
-    packet_free="m",
-    rows=8,
-    inner="n",
-    trf_split=1,
-    double_buffer=False,
-    clusters=1,
-    cluster_role="m",
-    slices=1,
-    slice_role="m",
-    feed_flits=2,
-    shift=False,
-)
 
 
 def _target(**over: object) -> RngdTarget:

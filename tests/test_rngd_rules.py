@@ -15,6 +15,7 @@ from costmodels.registry import get_target
 from costmodels.rngd import RngdTarget
 from costmodels.rngd_cost import evaluate
 from costmodels.rngd_warm import family_mask, rule_family
+from tests.rngd_points import BASE
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
@@ -67,20 +68,7 @@ def test_warm_start_is_the_rule_of_thumb_placement() -> None:
 def test_fewer_rows_lower_throughput_in_proportion(rows: int) -> None:
     """contraction-engine-rngd.txt, Performance: 'Configurations with fewer Rows proportionally reduce throughput'."""
     p = einsum("mk,nk->mn", {"m": 256, "k": 256, "n": 64}, weight=1)
-    pt: dict[str, Choice] = dict(
-        packet_k=32,
-        packet_free="m",
-        rows=8,
-        inner="n",
-        trf_split=1,
-        double_buffer=False,
-        clusters=1,
-        cluster_role="m",
-        slices=1,
-        slice_role="m",
-        feed_flits=2,
-        shift=False,
-    )
+    pt: dict[str, Choice] = {**BASE}
     full = T.cost(p, T.mapping(p, pt))
     part = T.cost(p, T.mapping(p, {**pt, "rows": rows}))
     assert part.breakdown["compute"] == full.breakdown["compute"] * 8 / rows
@@ -91,20 +79,7 @@ def test_fewer_rows_lower_throughput_in_proportion(rows: int) -> None:
 def test_stride_2_needs_feed_flits_3_to_fill_the_macs() -> None:
     """contraction-engine-rngd.txt, Filter-Stride 2: feed_flits 3 turns W=15+1# into W=16."""
     p = conv2d(batch=1, in_channels=32, out_channels=24, input_height=34, input_width=34, kernel=4, stride=2)
-    pt: dict[str, Choice] = dict(
-        packet_k=1,
-        packet_free="m",
-        rows=8,
-        inner="k",
-        trf_split=1,
-        double_buffer=False,
-        clusters=1,
-        cluster_role="m",
-        slices=1,
-        slice_role="m",
-        feed_flits=2,
-        shift=True,
-    )
+    pt: dict[str, Choice] = {**BASE, "packet_k": 1, "inner": "k", "shift": True}
     two = T.cost(p, T.mapping(p, pt))
     three = T.cost(p, T.mapping(p, {**pt, "feed_flits": 3}))
     assert three.breakdown["compute"] < two.breakdown["compute"]

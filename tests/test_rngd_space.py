@@ -11,6 +11,7 @@ from costmodels.protocol import Choice
 from costmodels.registry import get_target
 from costmodels.rngd import RngdTarget
 from costmodels.rngd_factors import factors
+from tests.rngd_points import BASE
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
@@ -118,20 +119,7 @@ def test_cost_report_explains_the_time() -> None:
 def test_k_split_over_slices_adds_the_inter_slice_reduction_tail() -> None:
     """hardware-facts.md §1.2 step 5: about r cycles for an r-slice group, plus draining the partial outputs."""
     p = einsum("mk,nk->mn", {"m": 8, "k": 8192, "n": 8}, weight=1)
-    pt: dict[str, Choice] = dict(
-        packet_k=32,
-        packet_free="m",
-        rows=8,
-        inner="k",
-        trf_split=1,
-        double_buffer=False,
-        clusters=1,
-        cluster_role="m",
-        slices=16,
-        slice_role="k",
-        feed_flits=2,
-        shift=False,
-    )
+    pt: dict[str, Choice] = {**BASE, "inner": "k", "slices": 16, "slice_role": "k"}
     c = T.cost(p, T.mapping(p, pt))
     assert c.breakdown["reduction"] == 16 + c.breakdown["vector"]
     assert T.cost(p, T.mapping(p, {**pt, "slice_role": "m"})).breakdown["reduction"] == 0
