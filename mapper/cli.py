@@ -65,7 +65,13 @@ def _int(key: str, value: str) -> int:
 
 
 def problem_from_flags(
-    einsum: str | None, sizes: list[str], conv: str | None, dtype: str, weight: str | None
+    einsum: str | None,
+    sizes: list[str],
+    conv: str | None,
+    dtype: str,
+    weight: str | None,
+    reduce_op: str = "add",
+    out_dtype: str | None = None,
 ) -> Problem:
     """Build the problem of ``--einsum/--size`` or ``--conv``."""
     if einsum:
@@ -73,7 +79,9 @@ def problem_from_flags(
 
         dims = {k: _int(k, v) for k, v in _pairs(sizes, "--size").items()}
         w: int | str | None = int(weight) if weight and weight.isdigit() else weight
-        return build_einsum(einsum, dims, dtype=dtype, weight=w)
+        return build_einsum(einsum, dims, dtype=dtype, weight=w, reduce_op=reduce_op, out_dtype=out_dtype)
+    if reduce_op != "add":
+        raise UsageError("--reduce-op applies to --einsum problems; a conv2d always reduces with add")
     assert conv is not None
     from workload.conv2d import conv2d
 
@@ -82,7 +90,7 @@ def problem_from_flags(
         name = CONV_KEYS.get(key, key)
         params[name] = _int(key, value)
     try:
-        return conv2d(dtype=dtype, **params)
+        return conv2d(dtype=dtype, out_dtype=out_dtype, **params)
     except TypeError as e:
         raise UsageError(f"--conv: {e}; keys: {', '.join(sorted(CONV_KEYS))}") from None
 
@@ -120,6 +128,8 @@ def tune(
     param: Annotated[list[str], typer.Option(help="workload parameter name=value (repeatable)")] = [],  # noqa: B006
     dtype: Annotated[str, typer.Option(help="input dtype")] = "bf16",
     weight: Annotated[str | None, typer.Option(help="weight input (index or name)")] = None,
+    reduce_op: Annotated[str, typer.Option(help="add | mul | max | min (einsum problems)")] = "add",
+    out_dtype: Annotated[str | None, typer.Option(help="output dtype (default: the accumulation type)")] = None,
     target: Annotated[str, typer.Option(help="target preset (see `mapper targets`)")] = "rngd",
     override: Annotated[list[str], typer.Option(help="hardware override name=value (repeatable)")] = [],  # noqa: B006
     objective: Annotated[list[str], typer.Option(help="latency, offchip_bytes, footprint, energy")] = [],  # noqa: B006
@@ -170,7 +180,7 @@ def tune(
                 return
             problem = problems[0]
         else:
-            problem = problem_from_flags(einsum, size, conv, dtype, weight)
+            problem = problem_from_flags(einsum, size, conv, dtype, weight, reduce_op, out_dtype)
         result = _run_one(problem, target, settings, overrides, storage, validate, progress=not as_json)
     except (ProblemError, UsageError) as e:
         _fail(str(e))

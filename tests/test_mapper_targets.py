@@ -122,3 +122,15 @@ def test_cached_repeat_returns_in_milliseconds() -> None:
 def test_every_preset_was_exercised() -> None:
     assert {"rngd", "trn2", "ascend-910b", "wormhole-n150"} <= set(PRESETS)
     assert math.isfinite(space_optimum("rngd", GEMM))
+
+
+def test_cli_row_product_goes_to_the_vector_unit_with_reduce_op_mul() -> None:
+    """`--reduce-op mul` reaches the problem: a row product on Ascend is priced as TROWPROD and validated."""
+    args = ["tune", "--einsum", "ij->i", "--size", "i=64", "--size", "j=256", "--dtype", "f16", "--out-dtype", "f16"]
+    res = runner.invoke(app, [*args, "--reduce-op", "mul", "--target", "ascend-910b", "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert "(mul;" in data["problem"]
+    assert data["validation"]["passed"] is True
+    bad = runner.invoke(app, ["tune", "--conv", "batch=1,in=8,out=8,h=8,w=8,k=3", "--reduce-op", "max"])
+    assert bad.exit_code == 2 and "--reduce-op applies to --einsum" in bad.output
