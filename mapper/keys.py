@@ -17,17 +17,13 @@ from typing import Any
 
 from costmodels.protocol import Target
 from mapper.settings import SearchSettings
+from workload.canonical import content_hash
 from workload.problem import Problem
 
 
 def problem_hash(problem: Problem) -> str:
     """Content hash of the canonical problem (labels excluded)."""
-    try:
-        from workload.canonical import content_hash
-    except ImportError:  # canonical form not landed yet: hash the model itself, label excluded
-        data = problem.model_dump(mode="json", exclude={"label"})
-        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
-    return str(content_hash(problem))
+    return content_hash(problem)
 
 
 def _package_version() -> str:

@@ -15,7 +15,9 @@ def _standard_out(size: int, pad: int, dil: int, k: int, stride: int) -> int:
 
 
 # (in_h, in_w, kernel, stride, padding, dilation, groups, cin, cout)
-CASES = [
+#: (input h, input w, kernel, stride, padding, dilation, groups, in channels, out channels)
+Case = tuple[int, int, tuple[int, int], tuple[int, int], tuple[int, int], tuple[int, int], int, int, int]
+CASES: list[Case] = [
     (8, 8, (3, 3), (1, 1), (0, 0), (1, 1), 1, 4, 8),
     (224, 224, (7, 7), (2, 2), (3, 3), (1, 1), 1, 3, 64),  # ResNet-50 conv1
     (56, 56, (1, 1), (1, 1), (0, 0), (1, 1), 1, 64, 256),  # 1x1 bottleneck
@@ -31,20 +33,11 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("ih", "iw", "k", "s", "p", "d", "g", "ci", "co"), CASES)
-def test_output_size_matches_standard_formula(
-    ih: int,
-    iw: int,
-    k: tuple[int, int],
-    s: tuple[int, int],
-    p: tuple[int, int],
-    d: tuple[int, int],
-    g: int,
-    ci: int,
-    co: int,
-) -> None:
-    prob = conv2d(
-        batch=2,
+def _params(case: Case, batch: int) -> dict[str, object]:
+    """conv2d keyword arguments of one case."""
+    ih, iw, k, s, p, d, g, ci, co = case
+    return dict(
+        batch=batch,
         in_channels=ci,
         out_channels=co,
         input_height=ih,
@@ -55,6 +48,12 @@ def test_output_size_matches_standard_formula(
         dilation=d,
         groups=g,
     )
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_output_size_matches_standard_formula(case: Case) -> None:
+    ih, iw, k, s, p, d, g, ci, co = case
+    prob = conv2d(**_params(case, batch=2))  # type: ignore[arg-type]
     assert prob.axes["oh"] == _standard_out(ih, p[0], d[0], k[0], s[0])
     assert prob.axes["ow"] == _standard_out(iw, p[1], d[1], k[1], s[1])
     assert prob.axes["g"] == g
@@ -69,30 +68,9 @@ def test_output_size_matches_standard_formula(
     assert prob.macs == 2 * prob.axes["oh"] * prob.axes["ow"] * co * k[0] * k[1] * ci // g
 
 
-@pytest.mark.parametrize(("ih", "iw", "k", "s", "p", "d", "g", "ci", "co"), CASES)
-def test_as_conv2d_round_trips_the_parameters(
-    ih: int,
-    iw: int,
-    k: tuple[int, int],
-    s: tuple[int, int],
-    p: tuple[int, int],
-    d: tuple[int, int],
-    g: int,
-    ci: int,
-    co: int,
-) -> None:
-    params = dict(
-        batch=3,
-        in_channels=ci,
-        out_channels=co,
-        input_height=ih,
-        input_width=iw,
-        kernel=k,
-        stride=s,
-        padding=p,
-        dilation=d,
-        groups=g,
-    )
+@pytest.mark.parametrize("case", CASES)
+def test_as_conv2d_round_trips_the_parameters(case: Case) -> None:
+    params = _params(case, batch=3)
     back = as_conv2d(conv2d(**params))  # type: ignore[arg-type]
     assert back is not None
     assert back.model_dump() == params

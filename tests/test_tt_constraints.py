@@ -14,23 +14,13 @@ import pytest
 
 from costmodels.ir import Mapping, coverage_errors
 from costmodels.registry import get_target
+from tests.tt_points import BASE
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
 
 T = get_target("wormhole-n150")
 CONV = conv2d(batch=1, in_channels=64, out_channels=64, input_height=16, input_width=16, kernel=3, padding=1)
-BASE: dict[str, Any] = {
-    "layout": "height/8",
-    "act_block_h_rank": 0,
-    "act_block_w_div": 1,
-    "subblock_rank": 0,
-    "act_double_buffer": False,
-    "weights_double_buffer": False,
-    "split_reader": False,
-    "math_fidelity": "HiFi4",
-    "fp32_acc": True,
-}
 
 
 def knobbed(problem: Problem, **knobs: Any) -> Mapping:

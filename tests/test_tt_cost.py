@@ -16,23 +16,13 @@ import pytest
 
 from costmodels.protocol import CostReport
 from costmodels.registry import get_target
+from tests.tt_points import BASE as TT_BASE
 from workload.conv2d import conv2d
 
 T = get_target("wormhole-n150")
 CI, CO, H, W = 64, 64, 16, 16
 CONV = conv2d(batch=1, in_channels=CI, out_channels=CO, input_height=H, input_width=W, kernel=3, padding=1)
-BASE: dict[str, Any] = {
-    "act_block_h_rank": 0,
-    "act_block_w_div": 1,
-    "subblock_rank": 0,
-    "act_double_buffer": True,
-    "weights_double_buffer": False,
-    "split_reader": False,
-    "math_fidelity": "HiFi4",
-    "fp32_acc": True,
-    "memory": "l1-sharded",
-    "in0_block_w": 1,
-}
+BASE: dict[str, Any] = {**TT_BASE, "act_double_buffer": True}
 BF16 = 2
 
 

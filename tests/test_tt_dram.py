@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from costmodels.registry import get_target
+from tests.tt_points import BASE
 from workload import dtypes
 from workload.conv2d import conv2d
 from workload.einsum import einsum
@@ -22,17 +23,12 @@ from workload.einsum import einsum
 T = get_target("wormhole-n150")
 BF16 = 2
 DRAM: dict[str, Any] = {
+    **BASE,
     "layout": "block/8x8",
     "memory": "dram-interleaved",
-    "act_block_h_rank": 0,
-    "act_block_w_div": 1,
     "in0_block_w": 4,
-    "subblock_rank": 0,
     "act_double_buffer": True,
     "weights_double_buffer": True,
-    "split_reader": False,
-    "math_fidelity": "HiFi4",
-    "fp32_acc": True,
 }
 BIG = einsum("mk,kn->mn", {"m": 4096, "k": 4096, "n": 4096}, dtype="bf16", weight=1)
 

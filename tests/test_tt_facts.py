@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from costmodels.presets import load_preset, preset_sources
 from costmodels.registry import get_target
 from costmodels.tt_hardware import TensixHardware
+from tests.tt_points import BASE
 from workload.conv2d import conv2d
 from workload.errors import ProblemError
 
@@ -87,19 +86,9 @@ def test_fidelity_scales_compute_cycles() -> None:
     """§4.2 step 1: T_comp = per_core_M * K_t * per_core_N * 16 * F cycles."""
     t = get_target("wormhole-n150", {"fidelities": ["LoFi", "HiFi2", "HiFi3", "HiFi4"]})
     p = conv2d(batch=1, in_channels=64, out_channels=64, input_height=16, input_width=16, kernel=3, padding=1)
-    base: dict[str, Any] = {
-        "layout": "height/8",
-        "act_block_h_rank": 0,
-        "act_block_w_div": 1,
-        "subblock_rank": 0,
-        "act_double_buffer": False,
-        "weights_double_buffer": False,
-        "split_reader": False,
-        "fp32_acc": True,
-    }
     comp = {}
     for fid in ("LoFi", "HiFi2", "HiFi3", "HiFi4"):
-        m = t.mapping(p, {**base, "math_fidelity": fid})
+        m = t.mapping(p, {**BASE, "math_fidelity": fid})
         assert t.check(p, m) == []
         comp[fid] = t.cost(p, m).breakdown["compute"]
     # per core: 256 sticks / 8 = 1 row tile x K_t = 3 * ceil(64*3/32) = 18 x N_t = 2 tile products
