@@ -14,11 +14,11 @@ from collections.abc import Callable
 import numpy as np
 
 from costmodels.ir import Level, Loop, Mapping
-from executor.tiled import axis_view, run_mapping
+from executor.tiled import run_mapping
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
-from workload.reference import padded_input, random_inputs
+from workload.reference import axis_view, padded_input, random_inputs
 
 
 def _best(fn: Callable[[], object], repeat: int) -> float:

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from workload.reference import aligned
+
 Labels = tuple[str, ...]
 
 _UFUNC = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
@@ -68,14 +70,6 @@ def matmul_contract(a: np.ndarray, la: Labels, b: np.ndarray, lb: Labels, out: L
     return c.transpose([order.index(x) for x in out])
 
 
-def _aligned(a: np.ndarray, la: Labels, order: Labels) -> np.ndarray:
-    """Transpose `a` to `order` and insert size-1 dimensions for the labels it lacks."""
-    perm = sorted(range(len(la)), key=lambda i: order.index(la[i]))
-    v = a.transpose(perm)
-    missing = tuple(i for i, x in enumerate(order) if x not in la)
-    return np.expand_dims(v, missing) if missing else v
-
-
 def ufunc_contract(arrays: Sequence[np.ndarray], labels: Sequence[Labels], out: Labels, reduce_op: str) -> np.ndarray:
     """Reduce the elementwise product of `arrays` with `reduce_op` over every label not in `out`."""
     order: list[str] = list(out)
@@ -84,7 +78,7 @@ def ufunc_contract(arrays: Sequence[np.ndarray], labels: Sequence[Labels], out: 
     full = tuple(order)
     prod: np.ndarray | None = None
     for arr, la in zip(arrays, labels, strict=True):
-        v = _aligned(arr, la, full)
+        v = aligned(arr, la, full)
         prod = v if prod is None else prod * v
     assert prod is not None
     reduced = tuple(range(len(out), len(full)))

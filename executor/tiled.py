@@ -25,14 +25,13 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from costmodels.ir import Mapping
 from executor import numerics
 from executor.contract import Labels, contract, ufunc_of
 from workload import dtypes
 from workload.problem import Problem
-from workload.reference import padded_input
+from workload.reference import axis_view, padded_input
 
 
 @dataclass(frozen=True)
@@ -93,17 +92,6 @@ def plan_reduction(problem: Problem, mapping: Mapping) -> ReductionPlan:
         spatial={a: _offsets(spatial[a]) for a in red},
         temporal=tuple(temporal),
     )
-
-
-def axis_view(problem: Problem, index: int, padded: np.ndarray) -> tuple[np.ndarray, Labels]:
-    """The padded input viewed with one dimension per axis it is indexed by (no copy)."""
-    op = problem.inputs[index]
-    strides = dict.fromkeys(op.axes, 0)
-    for d, expr in enumerate(op.dims):
-        for t in expr.terms:
-            strides[t.axis] += t.coeff * padded.strides[d]
-    shape = tuple(problem.axes[a] for a in op.axes)
-    return as_strided(padded, shape=shape, strides=tuple(strides[a] for a in op.axes), writeable=False), op.axes
 
 
 def _selector(idx: np.ndarray, size: int) -> slice | np.ndarray:

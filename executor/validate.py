@@ -41,7 +41,7 @@ class ValidationReport(BaseModel):
 
     model_config = ConfigDict(frozen=True)
     passed: bool
-    method: Literal["full", "proxy", "sampled"]
+    method: Literal["full", "proxy"]
     elements_compared: int
     checked_fraction: float
     max_abs_error: float
@@ -113,10 +113,11 @@ def validate(
         run_problem, run_mapping_, more = proxy_mod.shrink(problem, mapping, int(memory_cap_bytes * PROXY_TARGET))
         notes += more
         method = "proxy"
-        if proxy_mod.estimate_bytes(run_problem, run_mapping_) > HARD_LIMIT_FACTOR * memory_cap_bytes:
+        need = proxy_mod.estimate_bytes(run_problem, run_mapping_)
+        if need > HARD_LIMIT_FACTOR * memory_cap_bytes:
             raise ValidationTooLarge(
                 f"even the smallest proxy of this mapping needs about "
-                f"{proxy_mod.estimate_bytes(run_problem, run_mapping_) / 2**20:,.0f} MiB to validate, over "
+                f"{need / 2**20:,.0f} MiB to validate, over "
                 f"{HARD_LIMIT_FACTOR} x the {memory_cap_bytes / 2**20:,.0f} MiB cap: raise memory_cap_bytes "
                 "or validate a smaller instance of the problem"
             )

@@ -118,9 +118,9 @@ class ChunkPlan:
         """Whole blocks in `points` points (at least one)."""
         return max(1, points // self.block)
 
-    def bounds(self, first_block: int = 0, per_chunk: int | None = None) -> list[tuple[int, int]]:
+    def bounds(self, first_block: int = 0) -> list[tuple[int, int]]:
         """(first block, end block) of each chunk from `first_block` on."""
-        step = per_chunk or self.per_chunk
+        step = self.per_chunk
         return [(b, min(b + step, self.blocks)) for b in range(first_block, self.blocks, step)]
 
     def columns(self, b0: int, b1: int) -> dict[str, np.ndarray]:

@@ -58,8 +58,6 @@ class Evaluator:
     scored: int = 0
     duplicates: int = 0
     infeasible: int = 0
-    archive: list[tuple[dict[str, Choice], tuple[float, ...]]] = field(default_factory=list)
-    started: float = field(default_factory=time.perf_counter)
     _pattern: dict[str, np.ndarray] | None = None
     _arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -84,7 +82,6 @@ class Evaluator:
             self._record()
             return PENALTY if len(self.objectives) == 1 else tuple(PENALTY for _ in self.objectives)
         trial.set_user_attr("point", outcome.point)
-        self.archive.append((outcome.point, outcome.values))
         if self.best_values is None or outcome.values[0] < self.best_values[0]:
             self.best_point, self.best_values = outcome.point, outcome.values
             self.improved_at, self.improved_time = len(self.trace) + 1, time.perf_counter()

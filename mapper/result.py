@@ -80,11 +80,6 @@ class TuneResult(BaseModel):
     def feasible(self) -> bool:
         return self.mapping is not None
 
-    @property
-    def trials_per_second(self) -> float:
-        n = self.counts.trials or self.counts.points_scored
-        return n / self.seconds if self.seconds > 0 else 0.0
-
     def best_value(self, objective: str | None = None) -> float | None:
         """Value of an objective (the first by default) for the best mapping."""
         return self.values.get(objective or self.objectives[0])

@@ -13,14 +13,14 @@ budget). `inner_points` None sizes each trial's numpy sub-space from the scorer'
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from costmodels.protocol import OBJECTIVES
 
 Strategy = Literal["auto", "tpe", "random", "cmaes", "nsga2", "exhaustive"]
-STRATEGIES: tuple[str, ...] = ("auto", "tpe", "random", "cmaes", "nsga2", "exhaustive")
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
 
 StopReason = Literal[
     "enumerated",  # the whole space was scored: the answer is optimal

@@ -29,7 +29,6 @@ from workload import dtypes
 from workload.errors import ProblemError
 
 ReduceOp = Literal["add", "mul", "max", "min"]
-REDUCE_OPS: tuple[str, ...] = ("add", "mul", "max", "min")
 
 #: Documented limits (README, "Problem format").
 MAX_AXIS_SIZE = 1 << 24

@@ -108,9 +108,13 @@ def _is_int_problem(problem: Problem) -> bool:
 
 
 def _axis_view(problem: Problem, index: int, array: np.ndarray, work: type) -> tuple[np.ndarray, tuple[str, ...]]:
-    """Padded input viewed with one dimension per axis it is indexed by (in `operand.axes` order)."""
+    """Input `index` converted to `work`, padded and viewed per axis (see `axis_view`)."""
+    return axis_view(problem, index, padded_input(problem, index, np.asarray(array).astype(work)))
+
+
+def axis_view(problem: Problem, index: int, padded: np.ndarray) -> tuple[np.ndarray, tuple[str, ...]]:
+    """A padded input viewed with one dimension per axis it is indexed by, in `operand.axes` order (no copy)."""
     op = problem.inputs[index]
-    padded = padded_input(problem, index, np.asarray(array).astype(work))
     axes = op.axes
     strides = dict.fromkeys(axes, 0)
     for d, expr in enumerate(op.dims):
@@ -121,7 +125,7 @@ def _axis_view(problem: Problem, index: int, array: np.ndarray, work: type) -> t
     return view, axes
 
 
-def _aligned(view: np.ndarray, axes: tuple[str, ...], order: list[str]) -> np.ndarray:
+def aligned(view: np.ndarray, axes: Sequence[str], order: Sequence[str]) -> np.ndarray:
     """Transpose a view to the global axis order and insert size-1 dimensions for absent axes."""
     perm = sorted(range(len(axes)), key=lambda i: order.index(axes[i]))
     v = view.transpose(perm)
@@ -207,7 +211,7 @@ def evaluate(problem: Problem, inputs: Sequence[np.ndarray]) -> np.ndarray:
     if problem.reduce_op != "add":
         views = [_axis_view(problem, i, arr, work) for i, arr in enumerate(inputs)]
         order = list(problem.axes)
-        result = _reduce_chunked(problem, [_aligned(v, axes, order) for v, axes in views], work)
+        result = _reduce_chunked(problem, [aligned(v, axes, order) for v, axes in views], work)
     elif work is np.int64 and _sum_bound(problem, inputs) < _F64_EXACT:
         # Every partial sum is an integer below 2**53 in magnitude, so float64 (BLAS) is exact.
         result = np.rint(_einsum_add(problem, inputs, np.float64)).astype(np.int64)
