@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
 from costmodels.protocol import CostReport
@@ -138,10 +137,13 @@ def test_warm_starts_follow_ttnn_auto_shard(args: dict[str, int], kind: str) -> 
     assert T.check(p, T.mapping(p, ws[0])) == []
 
 
-def test_split_reader_and_double_buffering_help() -> None:
-    def cyc(**kw: Any) -> float:
-        return T.cost(CONV, T.mapping(CONV, {**BASE, "layout": "height/8", **kw})).cycles
+def test_split_reader_halves_the_reader_and_double_buffering_overlaps() -> None:
+    """tenstorrent-conv2d.md, Conv2dConfig: two concurrent reader kernels; double buffering overlaps the stages."""
 
-    assert cyc(split_reader=True) <= cyc(split_reader=False)
-    assert cyc(act_double_buffer=True) <= cyc(act_double_buffer=False)
-    assert np.isfinite(cyc())
+    def report(**kw: Any) -> Any:
+        return T.cost(CONV, T.mapping(CONV, {**BASE, "layout": "height/8", **kw}))
+
+    one, two = report(split_reader=False), report(split_reader=True)
+    assert two.breakdown["reader"] == one.breakdown["reader"] / 2
+    assert two.cycles <= one.cycles  # here the reader is off the critical path, so the total may tie
+    assert report(act_double_buffer=True).cycles < report(act_double_buffer=False).cycles
