@@ -97,15 +97,6 @@ class Mapping(BaseModel):
     def fill_of(self, operand: str, axis: str) -> Fill:
         return self.fill.get(operand, {}).get(axis, "dummy")
 
-    def level_factor(self, level: str, axis: str, *, spatial: bool | None = None) -> int:
-        """Product of the factors of `axis` at the named level (optionally only spatial/temporal)."""
-        for lvl in self.levels:
-            if lvl.name == level:
-                return math.prod(
-                    lp.factor for lp in lvl.loops if lp.axis == axis and (spatial is None or lp.spatial == spatial)
-                )
-        raise KeyError(f"no level {level!r}")
-
 
 @dataclass(frozen=True)
 class CoverageError:

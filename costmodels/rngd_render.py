@@ -85,7 +85,6 @@ def _line(parts: list[tuple[str, list[str]]]) -> str:
 
 def render_mapping(problem: Problem, m: Mapping) -> str:
     """The five dump lines of a mapping (plus the sharding over clusters and slices when used)."""
-    r = roles_of(problem)
     w_in = problem.weight if problem.weight is not None else 1
     mv_axes = set(problem.inputs[1 - w_in].axes)
     w_axes = set(problem.inputs[w_in].axes)
@@ -136,7 +135,6 @@ def render_mapping(problem: Problem, m: Mapping) -> str:
     spread = [text(lp) for lvl in ("chip", "cluster") for lp in _level(m, lvl)]
     if spread:
         lines.append("//             Sharding: [ " + ", ".join(spread) + " ] over clusters, slices")
-    del r
     return "\n".join(lines)
 
 

@@ -86,14 +86,6 @@ class TensixHardware(BaseModel):
         return self.tile_macs / min(self.tile_cycles.values())
 
     @property
-    def fastest_allowed_tile_cycles(self) -> int:
-        """Cycles per tile product at the fastest fidelity the policy allows (the roofline's compute rate)."""
-        return min(self.tile_cycles[f] for f in self.fidelities)
-
-    @property
     def preferred_fidelity(self) -> str:
         """The most precise allowed fidelity (warm starts and knob defaults)."""
         return max(self.fidelities, key=FIDELITIES.index)
-
-    def dst_limit(self, fp32_acc: bool) -> int:
-        return self.dst_tiles_fp32 if fp32_acc else self.dst_tiles

@@ -57,7 +57,8 @@ class TTShape:
 
 def tt_shape(problem: Problem, tile: int) -> TTShape:
     """Flatten a binary problem (conv or einsum) for the cost model."""
-    x, w = problem.inputs[1 - (problem.weight or 1)], problem.inputs[problem.weight or 1]
+    view = gemm_view(problem)
+    x, w = problem.inputs[view.moving], problem.inputs[view.stationary]
     sz = dtypes.info
     params = as_conv2d(problem)
     if params is not None and not params.is_matmul():
@@ -77,7 +78,7 @@ def tt_shape(problem: Problem, tile: int) -> TTShape:
             out_bytes=sz(problem.output.dtype).bytes,
             tile=tile,
         )
-    gv = gemm_view(problem)
+    gv = view
     return TTShape(
         batches=gv.B,
         rows=gv.M,
@@ -229,8 +230,3 @@ def candidate_layouts(shape: TTShape, hw: TensixHardware) -> list[str]:
 
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def halo_bytes_total(shape: TTShape, stats: LayoutStats) -> float:
-    """Bytes the halo moves between cores: remote sticks x stick bytes, over all channel columns."""
-    return float(stats.halo_total_remote_sticks * shape.in_channels * shape.in_bytes)

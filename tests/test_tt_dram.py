@@ -175,3 +175,13 @@ def test_score_table_never_misreads_a_value_outside_the_space() -> None:
     coder.add_to(col, idx)
     assert idx[0] == 0 and idx[1] == 2
     assert idx[2] < 0 and idx[3] < 0
+
+
+def test_weight_on_the_first_input_is_priced_as_the_weight() -> None:
+    """Mixed dtypes with weight=0: the weight's bytes are the weight's, not the activation's."""
+    from costmodels.tt_shape import tt_shape
+
+    a = einsum("mk,kn->mn", {"m": 64, "k": 64, "n": 64}, dtype={"A": "f32", "B": "bf16"}, weight=0)
+    b = einsum("mk,kn->mn", {"m": 64, "k": 64, "n": 64}, dtype={"A": "f32", "B": "bf16"}, weight=1)
+    assert (tt_shape(a, 32).w_bytes, tt_shape(a, 32).in_bytes) == (4.0, 2.0)
+    assert (tt_shape(b, 32).w_bytes, tt_shape(b, 32).in_bytes) == (2.0, 4.0)
