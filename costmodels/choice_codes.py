@@ -45,7 +45,7 @@ class ChoiceCoder:
 
     def __init__(self, choices: tuple[Choice, ...]) -> None:
         self.choices = choices
-        self.index = {(type(c), c): i for i, c in enumerate(choices)}
+        self.index: dict[tuple[type, object], int] = {(type(c), c): i for i, c in enumerate(choices)}
         self.kind = "generic"
         if choices and all(type(c) is bool for c in choices):
             self.kind = "bool"
@@ -53,13 +53,14 @@ class ChoiceCoder:
             for i, c in enumerate(choices):
                 self.lut[int(c)] = i
         elif choices and all(type(c) is int for c in choices):
-            lo, hi = min(choices), max(choices)  # type: ignore[type-var]
+            ints = [int(c) for c in choices]
+            lo, hi = min(ints), max(ints)
             if hi - lo <= MAX_INT_SPAN:
                 self.kind = "int"
-                self.base = int(lo) - 1  # slot 0 and the last slot stay UNKNOWN: clipping lands there
-                self.lut = np.full(int(hi) - self.base + 2, UNKNOWN, dtype=np.intp)
-                for i, c in enumerate(choices):
-                    self.lut[int(c) - self.base] = i
+                self.base = lo - 1  # slot 0 and the last slot stay UNKNOWN: clipping lands there
+                self.lut = np.full(hi - self.base + 2, UNKNOWN, dtype=np.intp)
+                for i, c in enumerate(ints):
+                    self.lut[c - self.base] = i
         elif choices and all(type(c) is str and c.isascii() for c in choices):
             plan = _string_plan(tuple(str(c) for c in choices))
             if plan is not None:
@@ -71,6 +72,8 @@ class ChoiceCoder:
         col = np.asarray(col)
         if col.ndim != 1:
             col = col.reshape(-1)
+        if col.size == 0:
+            return np.zeros(0, dtype=np.intp)
         k = col.dtype.kind
         if self.kind == "bool" and k == "b":
             return self.lut[col.view(np.uint8)]

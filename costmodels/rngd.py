@@ -1,26 +1,31 @@
 """The RNGD contraction engine target (family ``rngd``): protocol glue over the space, cost and render modules.
 
 contraction-engine-rngd.txt is the reference; hardware-facts.md §1 gives the numbers and the cost
-recipe. `check` and `cost` evaluate the same numpy formulas as `score_batch` on one point;
-`score_batch` gathers the stage terms from tables over the space's choices (`rngd_batch`) and
-falls back to the per-point formulas for values outside the space.
+recipe. `check` and `cost` evaluate the same numpy formulas (`rngd_cost.evaluate`) on one point;
+`score_codes` gathers the stage terms from tables over the space's choices (`rngd_batch`) by the
+points' choice codes, and `score_batch` encodes value columns into codes (`choice_codes`), sending
+values outside the space to the per-point formulas. The space, its coder and the tables are
+prepared once per problem (`ProblemMemo`).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
 
+from costmodels.choice_codes import SpaceCoder, score_values
 from costmodels.ir import Mapping, coverage_errors
 from costmodels.presets import load_preset
+from costmodels.problem_memo import ProblemMemo
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, SearchSpace, Violation
-from costmodels.rngd_batch import Tables, build_tables, score_columns
+from costmodels.rngd_batch import Tables, build_tables, score_codes
 from costmodels.rngd_cost import bound_of, evaluate, lower_bound_cycles, utilization
 from costmodels.rngd_factors import factors
 from costmodels.rngd_hardware import RngdHardware
-from costmodels.rngd_mapping import POINT_KEYS, as_columns, build_mapping, point_of
+from costmodels.rngd_mapping import as_columns, build_mapping, point_of
 from costmodels.rngd_messages import supports_violations, violation_messages
 from costmodels.rngd_render import render_mapping
 from costmodels.rngd_space import build_space, roles_of
@@ -29,7 +34,19 @@ from workload.problem import Problem
 
 OBJECTIVES: tuple[str, ...] = ("latency", "offchip_bytes", "footprint")
 CHUNK = 1 << 17  # points per vectorised pass of the generic path (bounds memory: about 80 arrays per pass)
-TABLE_CACHE = 8  # problems whose term tables are kept
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a target keeps per problem: its space and coder, and the term tables (None: generic path).
+
+    An unsupported problem keeps only the reasons (``space`` and ``coder`` None).
+    """
+
+    reasons: tuple[Violation, ...]
+    space: SearchSpace | None = None
+    coder: SpaceCoder | None = None
+    tables: Tables | None = None
 
 
 class RngdTarget:
@@ -42,16 +59,24 @@ class RngdTarget:
         self.name = name
         self.hardware: BaseModel = hardware
         self.hw = hardware
-        self._table_cache: dict[int, tuple[Problem, Tables | None]] = {}
+        self._prepared: ProblemMemo[Prepared] = ProblemMemo(self._prepare)
+
+    def _prepare(self, problem: Problem) -> Prepared:
+        reasons = tuple(supports_violations(problem, self.hw))
+        if reasons:
+            return Prepared(reasons)
+        space = build_space(problem, self.hw)
+        return Prepared(reasons, space, SpaceCoder(space), build_tables(problem, self.hw, space))
 
     # ---- the space --------------------------------------------------------------------------
     def supports(self, problem: Problem) -> list[Violation]:
         return supports_violations(problem, self.hw)
 
     def space(self, problem: Problem) -> SearchSpace:
-        if self.supports(problem):
-            raise ValueError("; ".join(v.message for v in self.supports(problem)))
-        return build_space(problem, self.hw)
+        prep = self._prepared.get(problem)
+        if prep.space is None:
+            raise ValueError("; ".join(v.message for v in prep.reasons))
+        return prep.space
 
     def mapping(self, problem: Problem, point: dict[str, Choice]) -> Mapping:
         f = factors(problem, self.hw, as_columns(point))
@@ -152,15 +177,39 @@ class RngdTarget:
         return LowerBound(cycles=max(compute, memory), compute_cycles=compute, memory_cycles=memory, reason=reason)
 
     def score_batch(self, problem: Problem, columns: dict[str, np.ndarray]) -> BatchScore:
+        prep = self._prepared.get(problem)
         n = len(next(iter(columns.values())))
-        if self.supports(problem):
-            inf = np.full(n, np.inf)
-            return BatchScore(feasible=np.zeros(n, dtype=bool), objectives={k: inf for k in OBJECTIVES})
-        tables = self._tables(problem)
-        fast = score_columns(self.hw, tables, columns, n) if tables and set(columns) >= set(POINT_KEYS) else None
-        if fast is not None:
-            return BatchScore(feasible=fast.pop("feasible"), objectives=fast)
-        # values outside the space or unusual column types: the generic formulas
+        if prep.coder is None or n == 0:  # (no points: nothing to code)
+            return _infeasible(n)
+
+        def by_codes(codes: dict[str, np.ndarray]) -> BatchScore:
+            return self._by_codes(problem, prep, codes)
+
+        def general(cols: dict[str, np.ndarray]) -> BatchScore:
+            return self._general(problem, cols)
+
+        return score_values(prep.coder, columns, by_codes, general)
+
+    def score_codes(self, problem: Problem, codes: dict[str, np.ndarray]) -> BatchScore:
+        prep = self._prepared.get(problem)
+        if prep.coder is None:
+            return _infeasible(len(next(iter(codes.values()))))
+        return self._by_codes(problem, prep, codes)
+
+    def _by_codes(self, problem: Problem, prep: Prepared, codes: dict[str, np.ndarray]) -> BatchScore:
+        """Points of the space by their codes: gathered from the tables, or decoded for the generic path."""
+        if prep.tables is None:
+            assert prep.coder is not None
+            return self._general(problem, prep.coder.decode(codes))
+        n = len(codes["double_buffer"])
+        res = score_codes(self.hw, prep.tables, codes, n)
+        return BatchScore(feasible=res.pop("feasible"), objectives=res)
+
+    def _general(self, problem: Problem, columns: dict[str, np.ndarray]) -> BatchScore:
+        """The per-point formulas (`rngd_cost.evaluate`) in chunks: any values, inside the space or not."""
+        n = len(next(iter(columns.values())))
+        if n == 0:
+            return _infeasible(0)
         parts = [
             evaluate(problem, self.hw, {k: np.asarray(v)[i : i + CHUNK] for k, v in columns.items()})
             for i in range(0, n, CHUNK)
@@ -177,24 +226,19 @@ class RngdTarget:
             },
         )
 
-    def _tables(self, problem: Problem) -> Tables | None:
-        """Term tables of the problem, kept for the few most recent problems (a mapper scores one many times)."""
-        hit = self._table_cache.get(id(problem))
-        if hit is not None and hit[0] is problem:
-            return hit[1]
-        tables = build_tables(problem, self.hw, build_space(problem, self.hw))
-        if len(self._table_cache) >= TABLE_CACHE:
-            self._table_cache.pop(next(iter(self._table_cache)))
-        self._table_cache[id(problem)] = (problem, tables)
-        return tables
-
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
-        if self.supports(problem):
+        prep = self._prepared.get(problem)
+        if prep.space is None:
             return []
-        return warm_points(problem, self.hw, build_space(problem, self.hw), self.score_batch)
+        return warm_points(problem, self.hw, prep.space, self.score_batch)
 
     def render(self, problem: Problem, mapping: Mapping) -> str:
         return render_mapping(problem, mapping)
+
+
+def _infeasible(n: int) -> BatchScore:
+    """`n` infeasible points (an unsupported problem, or none)."""
+    return BatchScore(feasible=np.zeros(n, dtype=bool), objectives={k: np.full(n, np.inf) for k in OBJECTIVES})
 
 
 def make_target(preset: str, overrides: dict[str, Any]) -> RngdTarget:

@@ -1,21 +1,21 @@
-"""Fast `score_batch` for RNGD: the stage terms tabulated over the space's choices, gathered per point.
+"""Fast scoring for RNGD: the stage terms tabulated over the space's choices, gathered per point by code.
 
 Every cost term of a point is fixed by a few of its choices (`rngd_terms`): the shard terms by
 the stage-1 choices ``S`` (clusters, cluster_role, slices, slice_role, shift), the packet terms
 by ``S`` and ``P`` (packet_k, packet_free, feed_flits, inner), the lane terms by ``S`` and ``L``
-(rows, trf_split). `build_tables` evaluates those functions once on the grid ``S x P`` and
-``S x L`` of the space's choices (a few thousand rows); `score_columns` maps each column to
-choice codes with a lookup table (no per-point Python), gathers the terms of each point and
-runs `rngd_cost.combine`, the formula `check` and `cost` use, in cache-sized chunks.
+(rows, trf_split). `build_tables` evaluates those functions once on the grids ``S x P`` and
+``S x L`` of the space's choices (a few thousand rows); `score_codes` turns each point's choice
+codes straight into its two grid rows (sums of ``code * stride``), gathers its terms and runs
+`rngd_cost.combine`, the formula `check` and `cost` use, in cache-sized chunks.
 
-Points whose values are not choices of the space, or columns of a type the lookup does not
-read (object arrays, long strings), are left to the generic path (`rngd_cost.evaluate`).
+`build_tables` returns None when the tables could not give the per-point formulas' bits (loop
+products past 2**53, an N axis in the packet); the target then scores with `rngd_cost.evaluate`.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,8 +30,7 @@ from workload.problem import Problem
 S_PARAMS = ("clusters", "cluster_role", "slices", "slice_role", "shift")
 P_PARAMS = ("packet_k", "packet_free", "feed_flits", "inner")
 L_PARAMS = ("rows", "trf_split")
-NEG = -(1 << 40)  # code of a value that is not a choice: any sum of codes containing it is negative
-CHUNK = 1 << 14  # points per pass: the temporaries stay in the core's L2 cache
+CHUNK = 1 << 13  # points per pass: 64 KiB arrays, below malloc's mmap threshold; the temporaries stay in L2
 A_KEYS = ("la", "sflb", "nbc", "lgog", "og", "hld", "kvw", "hb")
 WINDOW_KEYS = ("rem", "sdiv", "flb")
 N_KEYS = ("tn", "tnhn", "rtnhn", "rhn", "rows", "hn", "kval", "kflag", "dma")
@@ -39,18 +38,23 @@ PENALTY = np.array([-np.inf, np.inf])  # fmax with it keeps a value (-inf) or ma
 EXACT = float(1 << 53)  # integers below this are exact in float64, and so are their products
 
 
-@dataclass
+@dataclass(frozen=True)
 class Tables:
-    """Stage terms of one problem over the grids ``S x P`` (``qa``) and ``S x L`` (``qn``)."""
+    """Stage terms of one problem over the grids ``S x P`` (``qa``) and ``S x L`` (``qn``).
 
-    choices: dict[str, tuple[Choice, ...]]
-    strides: dict[str, int]  # code multiplier of each parameter inside its grid
+    Row ``s * n_p + p`` of ``qa`` holds the terms of the S-grid combination ``s`` and the P-grid
+    combination ``p``; each grid numbers its combinations in C order of its parameters' codes, so
+    ``s`` is the sum of ``code * stride`` over the S parameters (``s_mults``), and so on.
+    """
+
     n_p: int
     n_l: int
+    s_mults: tuple[tuple[str, int], ...]  # (parameter, stride in its grid), parameters of 2+ choices only
+    p_mults: tuple[tuple[str, int], ...]
+    l_mults: tuple[tuple[str, int], ...]
     consts: Consts
     qa: Arrays
     qn: Arrays
-    luts: dict[tuple[str, str, int], np.ndarray | None] = field(default_factory=dict)
 
 
 def _grid(choices: dict[str, tuple[Choice, ...]], names: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -60,19 +64,21 @@ def _grid(choices: dict[str, tuple[Choice, ...]], names: tuple[str, ...]) -> dic
     return {nm: np.asarray(choices[nm])[d] for nm, d in zip(names, digits, strict=True)}
 
 
-def _strides(choices: dict[str, tuple[Choice, ...]], names: tuple[str, ...]) -> dict[str, int]:
-    out, m = {}, 1
+def _mults(choices: dict[str, tuple[Choice, ...]], names: tuple[str, ...]) -> tuple[tuple[str, int], ...]:
+    """Stride of each named parameter in the C-order numbering of its grid (single choices left out: code 0)."""
+    out, m = [], 1
     for nm in reversed(names):
-        out[nm] = m
+        if len(choices[nm]) > 1:
+            out.append((nm, m))
         m *= len(choices[nm])
-    return out
+    return tuple(reversed(out))
 
 
 def build_tables(problem: Problem, hw: RngdHardware, space: SearchSpace) -> Tables | None:
     """Term tables of a supported problem, or None when its points need the generic path."""
     ch = {p.name: p.choices for p in space.params}
-    if set(ch) != {*S_PARAMS, *P_PARAMS, *L_PARAMS, "double_buffer"}:
-        return None
+    if set(ch) != {*S_PARAMS, *P_PARAMS, *L_PARAMS, "double_buffer"} or ch["double_buffer"] != (False, True):
+        return None  # (the code of a double_buffer choice is then not its 0/1 value)
     r = roles_of(problem)
     g = _grid(ch, S_PARAMS)
     shift_s = g["shift"].astype(bool)
@@ -117,102 +123,47 @@ def build_tables(problem: Problem, hw: RngdHardware, space: SearchSpace) -> Tabl
     fn = {key: np.where(qn["bad:rows"], np.inf, qn[key]) if key == "dma" else qn[key].astype(float) for key in N_KEYS}
     fn.update({key: qn[key] for key in ("offchip", "share_r", "wpen")})
     return Tables(
-        choices=ch,
-        strides={**_strides(ch, S_PARAMS), **_strides(ch, P_PARAMS), **_strides(ch, L_PARAMS), "double_buffer": 1},
         n_p=n_p,
         n_l=n_l,
+        s_mults=_mults(ch, S_PARAMS),
+        p_mults=_mults(ch, P_PARAMS),
+        l_mults=_mults(ch, L_PARAMS),
         consts=k,
         qa=fa,
         qn=fn,
     )
 
 
-def _lut(choices: tuple[Choice, ...], stride: int, kind: str, width: int, *, flag: bool) -> np.ndarray | None:
-    """Lookup table from a column's raw values to ``index * stride`` (``NEG`` for a non-choice).
+def _add_index(out: np.ndarray, cols: dict[str, np.ndarray], mults: tuple[tuple[str, int], ...], sl: slice) -> None:
+    """Add ``code * stride`` of each of a grid's parameters to ``out`` (points ``sl``): their row in the grid."""
+    for nm, m in mults:
+        c = cols[nm][sl]
+        out += c if m == 1 else c * m
 
-    ``kind``/``width``: numpy kind and characters of the column (strings); ``flag``: map a
-    bool to 1 for True instead of its index.
+
+def score_codes(hw: RngdHardware, t: Tables, codes: dict[str, np.ndarray], n: int) -> Arrays:
+    """Feasibility and objectives (inf where infeasible) of every point given by its choice codes.
+
+    ``codes[name]`` is each point's index among the parameter's choices, which it must be (as the
+    mapper and `choice_codes.score_values` give them): codes are not checked, and those of
+    parameters with a single choice are not read.
     """
-    if kind == "b" and all(isinstance(c, bool) for c in choices):
-        lut = np.full(2, NEG, dtype=np.int64)
-        for i, c in enumerate(choices):
-            lut[int(c)] = int(c) if flag else i * stride
-        return lut
-    if kind == "i" and all(isinstance(c, int) and not isinstance(c, bool) for c in choices):
-        ints = [int(c) for c in choices]
-        if min(ints) < 1 or max(ints) > 1 << 20:
-            return None
-        lut = np.full(max(ints) + 2, NEG, dtype=np.int64)  # 0 and values past the largest choice: NEG
-        for i, c in enumerate(ints):
-            lut[c] = i * stride
-        return lut
-    if kind == "U" and width <= 2 and all(isinstance(c, str) for c in choices):
-        lut = np.full(128**width, NEG, dtype=np.int64)
-        for i, c in enumerate(choices):
-            s = str(c)
-            if len(s) <= width and all(0 < ord(ch) < 127 for ch in s):
-                lut[sum(ord(ch) << (7 * j) for j, ch in enumerate(s))] = i * stride
-        return lut
-    return None
-
-
-def _codes(t: Tables, name: str, col: np.ndarray) -> np.ndarray | None:
-    """Code of each value of a column (``index * stride``; for double_buffer 1 = True), or None."""
-    kind = col.dtype.kind
-    width = col.dtype.itemsize // 4 if kind == "U" else 0
-    key = (name, kind, width)
-    if key not in t.luts:
-        t.luts[key] = _lut(t.choices[name], t.strides[name], kind, width, flag=name == "double_buffer")
-    lut = t.luts[key]
-    if lut is None:
-        return None
-    if kind == "b":
-        return lut.take(col.view(np.uint8), mode="clip")
-    if kind == "i":
-        return lut.take(col, mode="clip")
-    chars = np.ascontiguousarray(col).view(np.uint32)
-    if chars.size and int(chars.max()) >= 127:
-        return None
-    key_of = chars if width == 1 else chars[0::2] | (chars[1::2] << 7)
-    return lut.take(key_of)
-
-
-def _all_codes(t: Tables, cols: dict[str, np.ndarray], lo: int, hi: int) -> dict[str, np.ndarray] | None:
-    out: dict[str, np.ndarray] = {}
-    for nm, v in cols.items():
-        c = _codes(t, nm, v[lo:hi])
-        if c is None:
-            return None
-        out[nm] = c
-    return out
-
-
-def _sum(arrs: list[np.ndarray]) -> np.ndarray:
-    out = arrs[0]
-    for a in arrs[1:]:
-        out = out + a
-    return out
-
-
-def score_columns(hw: RngdHardware, t: Tables, columns: dict[str, np.ndarray], n: int) -> Arrays | None:
-    """Feasibility and objectives (inf where infeasible) of every point, or None: use the generic path."""
-    cols = {nm: np.asarray(columns[nm]).reshape(n) for nm in t.choices}
+    names = {nm for mults in (t.s_mults, t.p_mults, t.l_mults) for nm, _ in mults} | {"double_buffer"}
+    cols = {nm: np.asarray(codes[nm]).reshape(n) for nm in names}
     feasible = np.empty(n, dtype=bool)
     out = {k: np.empty(n) for k in ("latency", "offchip_bytes", "footprint")}
     for lo in range(0, n, CHUNK):
         hi = min(n, lo + CHUNK)
-        codes = _all_codes(t, cols, lo, hi)
-        if codes is None:
-            return None
-        s, p, ln = (_sum([codes[nm] for nm in names]) for names in (S_PARAMS, P_PARAMS, L_PARAMS))
-        dbuf = codes["double_buffer"]
-        if min(int(s.min()), int(p.min()), int(ln.min()), int(dbuf.min())) < 0:
-            return None
-        ia = s * t.n_p + p
-        il = s * t.n_l + ln
+        sl = slice(lo, hi)
+        s = np.zeros(hi - lo, dtype=np.intp)
+        _add_index(s, cols, t.s_mults, sl)
+        ia = s * t.n_p  # row of S x P: s * n_p + p
+        _add_index(ia, cols, t.p_mults, sl)
+        il = s * t.n_l  # row of S x L: s * n_l + l
+        _add_index(il, cols, t.l_mults, sl)
         qa = {k: v.take(ia) for k, v in t.qa.items()}
         qn = {k: v.take(il) for k, v in t.qn.items()}
-        res = combine(hw, t.consts, qa, qn, dbuf)
+        res = combine(hw, t.consts, qa, qn, cols["double_buffer"][sl])
         bad = ~(res["cycles"] < np.inf)  # a bad S x P or S x L entry made it inf (or nan)
         for m in point_violations(hw, res).values():
             bad |= m

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from costmodels.gemm_view import gemm_view
+from costmodels.problem_memo import ProblemMemo
 from costmodels.protocol import Param, SearchSpace
 from costmodels.rngd_hardware import ROW_CHOICES, RngdHardware
 from workload import dtypes
@@ -41,7 +42,10 @@ Cols = dict[str, np.ndarray]
 
 @dataclass(frozen=True)
 class Roles:
-    """Axes of each GEMM role (outer to inner) and facts of the problem the planner needs."""
+    """Axes of each GEMM role (outer to inner) and facts of the problem the planner needs.
+
+    `roles_of` shares one instance per problem between callers: read it, never modify it.
+    """
 
     axes: dict[str, tuple[str, ...]]
     sizes: dict[str, int]
@@ -55,13 +59,20 @@ class Roles:
         return bool(self.axes[role])
 
 
-def roles_of(problem: Problem) -> Roles:
-    """GEMM roles of a binary problem."""
+def _roles(problem: Problem) -> Roles:
     gv = gemm_view(problem)
     ins = [o.dtype for o in problem.inputs]
     wide = max(ins, key=lambda d: dtypes.info(d).bits)
     axes = {"b": gv.batch_axes, "m": gv.m_axes, "n": gv.n_axes, "k": gv.k_axes}
     return Roles(axes=axes, sizes=dict(problem.axes), in_dtype=wide, conv=as_conv2d(problem))
+
+
+_ROLES: ProblemMemo[Roles] = ProblemMemo(_roles, size=16)
+
+
+def roles_of(problem: Problem) -> Roles:
+    """GEMM roles of a binary problem, worked out once per problem (one `check` asks for them several times)."""
+    return _ROLES.get(problem)
 
 
 def shift_possible(conv: Conv2dParams | None) -> bool:
