@@ -12,18 +12,29 @@ Scope decisions (documented and tested):
 - unary reductions and max/min/mul reductions are rejected: they run on the Vector Engine,
   which this model does not price;
 - convolutions go through im2col (no NKI conv primitive; hardware-facts.md §2.2, §5).
+
+Scoring: the first time a problem is scored, its whole space is priced as one grid
+(costmodels.trainium_grid, the same formulas as `check`/`cost`) and kept with the space's coder
+for the last few problems (`ProblemMemo`). `score_codes` gathers the three objectives from the
+grid by each point's number in it (costmodels.trainium_batch); `score_batch` encodes the value
+columns to codes first (`choice_codes.score_values`). Every point of the space is priced, so there
+are no general formulas for other values: a value outside the space is a ``ValueError`` naming
+its parameter.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from costmodels.choice_codes import SpaceCoder, score_values
 from costmodels.ir import Mapping, coverage_errors, flat_mapping
 from costmodels.presets import load_preset
+from costmodels.problem_memo import ProblemMemo
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Param, SearchSpace, Violation
-from costmodels.trainium_batch import Tables, gather_scores
+from costmodels.trainium_batch import GridScorer
 from costmodels.trainium_formulas import Evaluation, ProblemConsts, Quantities, evaluate, lower_bound_cycles
 from costmodels.trainium_grid import price_grid
 from costmodels.trainium_hw import TrainiumHardware
@@ -40,6 +51,18 @@ _KEEP_GRIDS = 4  # priced grids kept per target (each <= 24 bytes per point of t
 _UNSUPPORTED = SearchSpace(params=(Param(name="unsupported", choices=("-",), doc="the problem cannot run here"),))
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What scoring a problem needs: the coder of its space and the scorer over its priced grid."""
+
+    coder: SpaceCoder
+    scorer: GridScorer | None  # None: the problem cannot run here (every point infeasible)
+
+
+def _infeasible(n: int, objectives: tuple[str, ...]) -> BatchScore:
+    return BatchScore(feasible=np.zeros(n, dtype=bool), objectives={o: np.full(n, np.inf) for o in objectives})
+
+
 class TrainiumTarget:
     """One Trainium preset: the Target protocol over the nc_matmul cost model."""
 
@@ -49,8 +72,7 @@ class TrainiumTarget:
     def __init__(self, name: str, hardware: TrainiumHardware) -> None:
         self.name = name
         self.hardware = hardware
-        # memo of a pure function: problem JSON -> (space, priced grid); see _priced
-        self._grids: dict[str, tuple[SearchSpace, Tables]] = {}
+        self._prepared: ProblemMemo[Prepared] = ProblemMemo(self._prepare, size=_KEEP_GRIDS)
 
     # ---- problem level --------------------------------------------------------------------
     def supports(self, problem: Problem) -> list[Violation]:
@@ -165,25 +187,26 @@ class TrainiumTarget:
         )
 
     def score_batch(self, problem: Problem, columns: dict[str, np.ndarray]) -> BatchScore:
-        n = len(next(iter(columns.values()))) if columns else 1
-        if self.supports(problem):
-            objectives = {name: np.full(n, np.inf) for name in self.objectives}
-            return BatchScore(feasible=np.zeros(n, dtype=bool), objectives=objectives)
-        space, tables = self._priced(problem)
-        lat, off, foot = gather_scores(space, columns, tables)
-        return BatchScore(feasible=lat < np.inf, objectives={"latency": lat, "offchip_bytes": off, "footprint": foot})
+        """Points by value: encoded to codes and gathered (a value outside the space: ``ValueError``)."""
+        prep = self._prepared.get(problem)
+        if prep.scorer is None:
+            return _infeasible(len(next(iter(columns.values()))) if columns else 1, self.objectives)
+        return score_values(prep.coder, columns, prep.scorer)
 
-    def _priced(self, problem: Problem) -> tuple[SearchSpace, Tables]:
-        """The space of a supported problem and its priced grid, kept for the last few problems."""
-        key = problem.model_dump_json()
-        hit = self._grids.pop(key, None)
-        if hit is None:
-            space = self.space(problem)
-            hit = (space, price_grid(self.hardware, problem, space, lambda r: self._consts(problem, r)))
-        self._grids[key] = hit  # most recent last
-        while len(self._grids) > _KEEP_GRIDS:
-            self._grids.pop(next(iter(self._grids)))
-        return hit
+    def score_codes(self, problem: Problem, codes: dict[str, np.ndarray]) -> BatchScore:
+        """Points by choice index, gathered from the problem's priced grid (`trainium_batch`)."""
+        prep = self._prepared.get(problem)
+        if prep.scorer is None:
+            return _infeasible(len(next(iter(codes.values()))) if codes else 1, self.objectives)
+        return prep.scorer(codes)
+
+    def _prepare(self, problem: Problem) -> Prepared:
+        """The coder of a problem's space and (when the problem runs here) the whole space priced."""
+        space = self.space(problem)
+        if self.supports(problem):
+            return Prepared(SpaceCoder(space), None)
+        grid = price_grid(self.hardware, problem, space, lambda r: self._consts(problem, r))
+        return Prepared(SpaceCoder(space), GridScorer(grid))
 
     # ---- guidance and display -------------------------------------------------------------
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:

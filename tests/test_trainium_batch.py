@@ -1,9 +1,11 @@
-"""The fast Trainium scorer (priced grid + column decoding) and the pruned space.
+"""The fast Trainium scorer (priced grid gathered by choice codes) and the pruned space.
 
 Guards the refactor: `score_batch` over whole spaces equals `check`/`cost` point by point on all
-three objectives (every point of the small spaces, a sample of the larger ones); column dtypes
-other than the ones `SearchSpace.columns()` makes decode the same; values outside the space are
-rejected; the pruned space keeps every distinct loop nest of the unpruned product of choices.
+three objectives (every point of the small spaces, a sample of the larger ones); `score_codes`
+equals `score_batch` in any order and chunk; the grid priced in one-point slabs (with the one-core
+slabs copied) equals the grid priced whole; column dtypes other than the ones
+`SearchSpace.columns()` makes score the same; values outside the space are rejected naming the
+parameter; the pruned space keeps every distinct loop nest of the unpruned product of choices.
 """
 
 from __future__ import annotations
@@ -14,10 +16,14 @@ import math
 import numpy as np
 import pytest
 
-from costmodels.protocol import Choice, Param, SearchSpace
+import costmodels.trainium as trainium_module
+import costmodels.trainium_grid as trainium_grid
+from costmodels.choice_codes import SpaceCoder
+from costmodels.protocol import BatchScore, Choice, Param, SearchSpace
 from costmodels.registry import get_target
 from costmodels.trainium import TrainiumTarget
-from costmodels.trainium_grid import order_effects
+from costmodels.trainium_batch import GridScorer
+from costmodels.trainium_grid import PricedGrid, order_effects
 from costmodels.trainium_nest import roles_of
 from costmodels.trainium_space import ORDERS, core_choices, distinct_orders
 from workload.conv2d import conv2d
@@ -72,6 +78,98 @@ def test_score_batch_equals_check_and_cost_point_by_point(name: str) -> None:
     assert feasible > 0
 
 
+def _codes(space: SearchSpace) -> dict[str, np.ndarray]:
+    """Every point of `space` as code columns (enumeration order)."""
+    digits = np.unravel_index(np.arange(space.size), tuple(len(p.choices) for p in space.params))
+    return {p.name: d.astype(np.intp) for p, d in zip(space.params, digits, strict=True)}
+
+
+def _same(a: BatchScore, b: BatchScore) -> None:
+    assert np.array_equal(np.asarray(a.feasible, bool), np.asarray(b.feasible, bool))
+    for k in ("latency", "offchip_bytes", "footprint"):
+        assert np.array_equal(a.objectives[k], b.objectives[k]), k
+
+
+@pytest.mark.parametrize("name", list(SMALL))
+def test_score_codes_equals_score_batch_in_any_order_and_chunk(name: str) -> None:
+    preset, p = SMALL[name]
+    t = target(preset)
+    space = t.space(p)
+    codes = _codes(space)
+    perm = np.random.default_rng(1).permutation(space.size)
+    shuffled = {k: v[perm] for k, v in codes.items()}
+    ref = t.score_batch(p, space.columns())
+    got = t.score_codes(p, shuffled)
+    assert np.asarray(got.feasible).any()
+    for k in ("latency", "offchip_bytes", "footprint"):
+        assert np.array_equal(got.objectives[k], ref.objectives[k][perm]), k
+    assert np.array_equal(got.feasible, np.asarray(ref.feasible)[perm])
+    one = {k: v[5:6] for k, v in shuffled.items()}  # a chunk of one point
+    _same(t.score_codes(p, one), t.score_batch(p, SpaceCoder(space).decode(one)))
+    assert t.score_codes(p, {k: v[:0] for k, v in codes.items()}).objectives["latency"].shape == (0,)
+    narrow = t.score_codes(p, {k: v.astype(np.int16) for k, v in codes.items()})  # other integer widths
+    assert np.array_equal(narrow.objectives["latency"], ref.objectives["latency"])
+
+
+def test_slabs_and_copied_one_core_slabs_price_like_the_whole_grid(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 2304 points, cores (1, 2, 4, 8) and two shard roles: priced in one slab per stationary by default
+    p = einsum("vmk,vnk->vmn", {"v": 8, "m": 64, "n": 48, "k": 96}, dtype="bf16", weight=1)
+    space = target("trn2").space(p)
+    ch = {q.name: q.choices for q in space.params}
+    assert ch["cores"][0] == 1 and len(ch["shard"]) > 1 and space.size <= trainium_grid.SLAB
+    codes = _codes(space)
+    whole = target("trn2").score_codes(p, codes)
+    calls = []
+    real = trainium_grid.evaluate
+
+    def counted(*args: object) -> object:
+        calls.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(trainium_grid, "SLAB", 1)  # one point per slab: every (cores, shard) slab apart
+    monkeypatch.setattr(trainium_grid, "evaluate", counted)
+    t = target("trn2")
+    sliced = t.score_codes(p, codes)
+    _same(sliced, whole)
+    one_core_copies = space.size // len(ch["cores"]) // len(ch["shard"]) * (len(ch["shard"]) - 1)
+    assert len(calls) == space.size - one_core_copies  # the one-core slabs of the other shards were copied
+    copied = np.flatnonzero((codes["cores"] == 0) & (codes["shard"] > 0))
+    lat = np.asarray(sliced.objectives["latency"])
+    for i in copied[:: max(1, copied.size // 12)]:
+        point = SpaceCoder(space).point(codes, int(i))
+        m = t.mapping(p, point)
+        if t.check(p, m):
+            assert math.isinf(lat[i])
+        else:
+            assert lat[i] == t.cost(p, m).seconds
+
+
+def test_grid_scorer_numbers_points_in_the_grid_order() -> None:
+    # axes b (one choice) and c add nothing / their code; a point's number is C order over the axes
+    grid = PricedGrid(axes=("a", "b", "c"), shape=(2, 1, 3), latency=np.asarray([1.0, 2, 3, np.inf, 5, 6]),
+                      offchip=np.arange(6.0), footprint=np.arange(6.0) * 10)  # fmt: skip
+    score = GridScorer(grid)
+    codes = {"c": np.asarray([2, 0, 0], dtype=np.int32), "a": np.asarray([0, 1, 1]), "b": np.zeros(3, dtype=np.intp)}
+    assert score.flat(codes).tolist() == [2, 3, 3]
+    s = score(codes)
+    assert s.feasible.tolist() == [True, False, False]
+    assert s.objectives["offchip_bytes"].tolist() == [2.0, 3.0, 3.0]
+    one = GridScorer(PricedGrid(("a",), (1,), np.ones(1), np.ones(1), np.ones(1)))
+    assert one.flat({"a": np.zeros(4, dtype=np.intp)}).tolist() == [0, 0, 0, 0]
+
+
+def test_unsupported_problems_score_infeasible_by_value_and_by_code() -> None:
+    t = target("trn1")
+    p = einsum("mk,kn->mn", {"m": 64, "k": 128, "n": 64}, dtype="i8", weight=1)
+    assert t.supports(p)
+    by_codes = t.score_codes(p, {"unsupported": np.zeros(3, dtype=np.intp)})
+    by_values = t.score_batch(p, t.space(p).columns())
+    for s, n in ((by_codes, 3), (by_values, 1)):
+        assert np.asarray(s.feasible).shape == (n,) and not np.asarray(s.feasible).any()
+        assert set(s.objectives) == set(t.objectives)
+        assert all(np.isinf(v).all() and len(v) == n for v in s.objectives.values())
+
+
 def test_column_dtypes_and_order_of_rows_do_not_change_scores() -> None:
     preset, p = SMALL["bmm"]
     t = target(preset)
@@ -83,40 +181,56 @@ def test_column_dtypes_and_order_of_rows_do_not_change_scores() -> None:
     other = t.score_batch(p, objects)
     for k in ref.objectives:
         assert np.array_equal(other.objectives[k], ref.objectives[k][perm])
-    # a sub-space whose string column is narrower (<U5 for "other") and int32 columns
+    # a sub-space whose string column is narrower (<U5 for "other") and int32 / uint16 columns
     sub = {k: v[cols["stationary"] == "other"] for k, v in cols.items()}
-    narrow = {k: (v.astype(str(v[0]).__class__) if v.dtype.kind == "U" else v.astype(np.int32)) for k, v in sub.items()}
-    narrow["stationary"] = np.asarray(["other"] * len(sub["stationary"]))
-    assert narrow["stationary"].dtype.itemsize == 5 * 4
-    got = t.score_batch(p, narrow)
-    keep = cols["stationary"] == "other"
-    assert np.array_equal(got.objectives["latency"], ref.objectives["latency"][keep])
+    for width in (np.int32, np.uint16):
+        narrow = {
+            k: (v.astype(str(v[0]).__class__) if v.dtype.kind == "U" else v.astype(width)) for k, v in sub.items()
+        }
+        narrow["stationary"] = np.asarray(["other"] * len(sub["stationary"]))
+        assert narrow["stationary"].dtype.itemsize == 5 * 4
+        got = t.score_batch(p, narrow)
+        keep = cols["stationary"] == "other"
+        assert np.array_equal(got.objectives["latency"], ref.objectives["latency"][keep])
 
 
 @pytest.mark.parametrize(
     ("param", "bad"),
-    [("tile_mov", 96), ("order", "sm"), ("order", "xyz"), ("stationary", "weigh"), ("acc", "PSUM"), ("cores", -1)],
-)
+    [("tile_mov", 96), ("order", "sm"), ("order", "xyz"), ("stationary", "weigh"), ("acc", "PSUM"), ("cores", -1),
+     ("cores", True), ("block_k", 1 << 40)],
+)  # fmt: skip
 def test_values_outside_the_space_are_rejected_with_the_parameter(param: str, bad: object) -> None:
     preset, p = SMALL["gemm bf16"]
     t = target(preset)
     cols = t.space(p).columns()
-    col = cols[param].astype(object) if isinstance(bad, str) else cols[param].copy()
+    col = cols[param].astype(object) if isinstance(bad, (str, bool)) else cols[param].copy()
     col[3] = bad
     cols[param] = col.astype(str) if isinstance(bad, str) else col
     with pytest.raises(ValueError, match=param):
         t.score_batch(p, cols)
 
 
-def test_priced_grids_are_kept_per_problem() -> None:
+def test_priced_grids_are_kept_per_problem(monkeypatch: pytest.MonkeyPatch) -> None:
+    priced = []
+    real = trainium_module.price_grid
+
+    def counted(*args: object) -> object:
+        priced.append(1)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(trainium_module, "price_grid", counted)
     t = target("trn1")
     a, b = SMALL["gemm bf16"][1], SMALL["conv"][1]
     first = t.score_batch(a, t.space(a).columns()).objectives["latency"]
     t.score_batch(b, t.space(b).columns())
-    again = t.score_batch(a, t.space(a).columns()).objectives["latency"]
+    again = t.score_codes(a, _codes(t.space(a))).objectives["latency"]
     assert np.array_equal(first, again)
+    equal = Problem.model_validate_json(a.model_dump_json())  # an equal problem parsed again: the same grid
+    assert equal is not a
+    t.score_codes(equal, _codes(t.space(a)))
+    assert len(priced) == 2
     fresh = target("trn1").score_batch(a, t.space(a).columns()).objectives["latency"]
-    assert np.array_equal(first, fresh)
+    assert np.array_equal(first, fresh) and len(priced) == 3
 
 
 def test_order_effects_follow_the_loop_nest_rules() -> None:
