@@ -3,7 +3,10 @@
 Binary problems run as TMATMUL on the AI (cube) cores (ascend_cube*.py); unary reductions run
 as TROWPROD / TROWSUM / TROWMAX / TROWMIN on the vector cores (ascend_vector.py). Both paths
 price points with one set of numpy formulas, used by `cost` for one point and by
-`score_batch` for many.
+`score_codes` / `score_batch` for many. The per-problem work is prepared once and kept in a
+`ProblemMemo` (ascend_prepared.py); `score_batch` encodes its value columns to choice codes
+(`choice_codes.score_values`) and prices points with a value outside the space from tables
+built over the values they hold.
 """
 
 from __future__ import annotations
@@ -15,21 +18,15 @@ import numpy as np
 from costmodels import ascend_cube_cost as cc
 from costmodels.ascend_cube import CUBE_PARAMS, CubeSetup, cube_mapping
 from costmodels.ascend_hw import AscendHardware
-from costmodels.ascend_prepared import PreparedMemo
+from costmodels.ascend_prepared import Prepared
 from costmodels.ascend_render import render_mapping
 from costmodels.ascend_rules import cube_tile_rules, vector_tile_rules
-from costmodels.ascend_vector import (
-    VECTOR_PARAMS,
-    VectorSetup,
-    vector_arrays,
-    vector_feasible,
-    vector_mapping,
-    vector_peak_cycles,
-    vector_terms,
-)
+from costmodels.ascend_vector import VECTOR_PARAMS, VectorSetup, vector_mapping, vector_peak_cycles
 from costmodels.ascend_warm import cube_warm_starts, vector_warm_starts
+from costmodels.choice_codes import score_values
 from costmodels.ir import Mapping, coverage_errors
 from costmodels.presets import load_preset
+from costmodels.problem_memo import ProblemMemo
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, SearchSpace, Violation
 from workload.problem import Problem
 
@@ -45,7 +42,7 @@ class AscendTarget:
     def __init__(self, name: str, hardware: AscendHardware) -> None:
         self.name = name
         self.hardware = hardware
-        self._memo = PreparedMemo(hardware, name)
+        self._memo: ProblemMemo[Prepared] = ProblemMemo(lambda p: Prepared(p, hardware, name), size=4)
 
     # ---- problem level ----------------------------------------------------------------------
     def supports(self, problem: Problem) -> list[Violation]:
@@ -81,12 +78,6 @@ class AscendTarget:
         return LowerBound(cycles=max(comp, mem), compute_cycles=comp, memory_cycles=mem, reason=reason)
 
     # ---- point level ------------------------------------------------------------------------
-    def _vector_terms(self, problem: Problem, columns: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], ...]:
-        v = self._vector(problem)
-        a = vector_arrays(v, columns)
-        t = vector_terms(v, a)
-        return a, t, vector_feasible(v, t)
-
     @staticmethod
     def _columns(problem: Problem, mapping: Mapping) -> dict[str, np.ndarray] | None:
         names = CUBE_PARAMS if problem.is_binary else VECTOR_PARAMS
@@ -106,7 +97,7 @@ class AscendTarget:
             out += cc.cube_violations(prep.cube, prep.consts, f, t)
             out += cube_tile_rules(problem, self.hardware, mapping, prep.cube.k0)
         else:
-            _, t, _ = self._vector_terms(problem, cols)
+            _, t, _ = self._memo.get(problem).vector_terms(cols)
             if not bool(t["ub"][0] <= self.hardware.ub_bytes):
                 out.append(
                     Violation(
@@ -128,7 +119,7 @@ class AscendTarget:
             f, t = self._memo.get(problem).cube_point(cols)
             pick = cc.cube_report_terms(f, t)
         else:
-            _, t, _ = self._vector_terms(problem, cols)
+            _, t, _ = self._memo.get(problem).vector_terms(cols)
             pick = {k: float(v[0]) for k, v in t.items() if getattr(v, "ndim", 0) == 1}
         cycles = pick["cycles"]
         if problem.is_binary:
@@ -164,28 +155,29 @@ class AscendTarget:
 
     def score_batch(self, problem: Problem, columns: dict[str, np.ndarray]) -> BatchScore:
         n = len(next(iter(columns.values()))) if columns else 0
-        if n == 0:
-            empty = np.zeros(0)
-            return BatchScore(feasible=np.zeros(0, dtype=bool), objectives={o: empty for o in self.objectives})
-        inf = np.inf
         prep = self._memo.get(problem)
+        if n == 0 or prep.unsupported:
+            return self._infeasible(n)
+        general = prep.cube_values if problem.is_binary else prep.vector_values
+        return score_values(
+            prep.coder,
+            columns,
+            lambda codes: self._scores(prep.scores(codes, len(codes[prep.names[0]]))),
+            lambda cols: self._scores(general(cols)),
+        )
+
+    def score_codes(self, problem: Problem, codes: dict[str, np.ndarray]) -> BatchScore:
+        prep = self._memo.get(problem)
+        n = len(next(iter(codes.values()))) if codes else 0
         if prep.unsupported:
-            return BatchScore(
-                feasible=np.zeros(n, dtype=bool), objectives={o: np.full(n, inf) for o in self.objectives}
-            )
-        if problem.is_binary:
-            res = prep.cube_scores(columns)
-            return BatchScore(feasible=res["ok"], objectives={o: res[o] for o in self.objectives})
-        _, t, feas = self._vector_terms(problem, columns)
-        ok = np.ones(n, dtype=bool)
-        for arr in feas.values():
-            ok &= np.asarray(arr, dtype=bool)
-        objectives = {
-            "latency": np.where(ok, t["cycles"] / self.hardware.clock_hz, inf),
-            "offchip_bytes": np.where(ok, t["offchip"], inf),
-            "footprint": np.where(ok, t["footprint"], inf),
-        }
-        return BatchScore(feasible=ok, objectives=objectives)
+            return self._infeasible(n)
+        return self._scores(prep.scores(codes, n))
+
+    def _scores(self, res: dict[str, np.ndarray]) -> BatchScore:
+        return BatchScore(feasible=res["ok"], objectives={o: res[o] for o in self.objectives})
+
+    def _infeasible(self, n: int) -> BatchScore:
+        return BatchScore(feasible=np.zeros(n, dtype=bool), objectives={o: np.full(n, np.inf) for o in self.objectives})
 
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
         """Rules of thumb first (PTO's recommended base tiles lead for TMATMUL); the rest feasible-first."""

@@ -1,9 +1,9 @@
 """Feasibility and cost of TMATMUL mappings, written once over numpy arrays.
 
 `cube_model` combines the fields of the per-parameter tables (ascend_cube_tables.py) into every
-term of the cost model; `AscendTarget.cost` runs it on one point, `score_batch` on many (per
-point or per cell of a grid, ascend_batch.py), so they cannot drift. The recipe is
-hardware-facts.md §3.2 (Ascend A2/A3, A5):
+term of the cost model; `AscendTarget.cost` runs it on one point, and `cube_scores` runs the
+same steps (`_pipes`, `_core`, `_offchip`) on many (per point or per cell of a grid,
+ascend_batch.py), so they cannot drift. The recipe is hardware-facts.md §3.2 (Ascend A2/A3, A5):
 
 1. fractal padding ``m' = ceil16(m)``, ``k' = ceil(k/k0)*k0``, ``n' = ceil16(n)``;
 2. L0 feasibility per TMATMUL, halved for ping-pong double buffering (ASSUMPTION of the sheet);
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from costmodels.ascend_cube import CubeSetup
+from costmodels.ascend_tiling import round_up
 from costmodels.protocol import Violation
 
 #: Stage names reported in the breakdown, and the bound each maps to.
@@ -66,45 +67,63 @@ def cube_consts(s: CubeSetup) -> CubeConsts:
     )
 
 
-def cube_model(c: CubeConsts, f: Arrays) -> Arrays:
-    """Every term of the cube cost model from the table fields (one entry per point or cell)."""
+def _pipes(c: CubeConsts, f: Arrays) -> Arrays:
+    """Steps 3-4 per core: TMATMULs and their cube cycles, MTE1, MTE2 (GM bytes) and FIX times."""
     tiles = f["tiles_m"] * f["lknk"] * f["tiles_n"]  # TMATMULs per core
-    cube = tiles * (c.head + f["u"] * f["v"])  # step 3, per TMATMUL 6 + r*(m'/16)*(k'/k0)*(n'/16)
-    mte1 = tiles * (f["a1"] + f["b1"])
     blocks = f["blocks_m"] * f["bn"]
     steps = blocks * f["nk"]
     a_loads = np.maximum(steps * f["kmulti"], f["blocks_m"])  # A stays in L1 across N blocks when K fits one chunk
     gm_core = a_loads * f["ach"] + steps * f["bch"]
-    mte2 = gm_core / c.mte2_rate
     out_bytes = f["bo_m"] * f["bo_n"]  # blocks x output block bytes
-    fix = out_bytes / c.fix_rate
+    return {
+        "tiles": tiles,
+        "cube": tiles * (c.head + f["u"] * f["v"]),  # step 3, per TMATMUL 6 + r*(m'/16)*(k'/k0)*(n'/16)
+        "mte1": tiles * (f["a1"] + f["b1"]),
+        "mte2": gm_core / c.mte2_rate,
+        "fix": out_bytes / c.fix_rate,
+        "blocks": blocks,
+        "steps": steps,
+        "gm_core": gm_core,
+        "out_bytes": out_bytes,
+    }
+
+
+def _core(c: CubeConsts, f: Arrays, p: Arrays, acc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Step 5: cycles of one core (pipes summed, or pipelined with double buffering), and whether FIX overlaps."""
+    mte2, mte1, cube, fix, steps = p["mte2"], p["mte1"], p["cube"], p["fix"], p["steps"]
     three = mte2 + mte1 + cube
     serial = three + fix
     top = np.maximum(np.maximum(mte2, mte1), cube)
     pipe = top + (three - top) / steps
-    acc = f["acc_m"] * f["acc_n"]
     overlap = 2 * acc <= c.l0c
-    doubled = np.where(overlap, np.maximum(pipe, fix) + fix / blocks, pipe + fix)
-    core = np.where(f["db"], doubled, serial)
+    doubled = np.where(overlap, np.maximum(pipe, fix) + fix / p["blocks"], pipe + fix)
+    return np.where(f["db"], doubled, serial), overlap
+
+
+def _offchip(c: CubeConsts, f: Arrays, p: Arrays) -> tuple[np.ndarray, np.ndarray]:
+    """Step 6: bytes all cores move to and from HBM (the minimum when the inputs stay in L2), and cores used."""
     cores_used = f["cores_m"] * f["cores_n"]
-    traffic = cores_used * (gm_core + out_bytes)
+    traffic = cores_used * (p["gm_core"] + p["out_bytes"])
     offchip = np.full(np.shape(traffic), c.min_bytes) if c.l2_resident else np.maximum(c.min_bytes, traffic)
+    return offchip, cores_used
+
+
+def cube_model(c: CubeConsts, f: Arrays) -> Arrays:
+    """Every term of the cube cost model from the table fields (one entry per point or cell)."""
+    p = _pipes(c, f)
+    acc = f["acc_m"] * f["acc_n"]
+    core, overlap = _core(c, f, p, acc)
+    offchip, cores_used = _offchip(c, f, p)
     hbm = offchip / c.hbm_rate
     return {
-        "cube": cube,
-        "mte2": mte2,
-        "mte1": mte1,
-        "fix": fix,
+        **{k: p[k] for k in ("cube", "mte2", "mte1", "fix", "tiles", "blocks", "gm_core")},
         "hbm": hbm,
         "core": core,
         "cycles": np.maximum(core, hbm),
         "offchip": offchip,
         "footprint": (f["fa"] + f["fb"]) * f["h"] + acc,
-        "tiles": tiles,
-        "blocks": blocks,
         "acc": acc,
         "l1": f["l1a"] + f["l1b"],
-        "gm_core": gm_core,
         "cores_used": cores_used,
         "fix_overlap": overlap,
     }
@@ -124,17 +143,28 @@ def cube_checks(c: CubeConsts, f: Arrays, t: Arrays) -> Arrays:
 
 
 def cube_scores(c: CubeConsts, f: Arrays) -> Arrays:
-    """What `score_batch` returns: feasibility and the objectives (inf where infeasible)."""
-    t = cube_model(c, f)
+    """What `score_codes` and `score_batch` return: feasibility and the objectives (inf where infeasible).
+
+    The same terms as `cube_model`, but each is dropped as soon as it is used: over a grid the
+    temporaries are the bulk of the memory touched, and fresh memory is what costs the most.
+    """
+    p = _pipes(c, f)
+    del p["tiles"]  # reported only
+    acc = f["acc_m"] * f["acc_n"]
+    core, _ = _core(c, f, p, acc)
+    offchip, _ = _offchip(c, f, p)
+    del p
+    cycles = np.maximum(core, offchip / c.hbm_rate)
+    del core
     ok: np.ndarray | None = None
-    for passed in cube_checks(c, f, t).values():
+    for passed in cube_checks(c, f, {"acc": acc, "l1": f["l1a"] + f["l1b"]}).values():
         ok = passed if ok is None else ok & passed
     assert ok is not None
     return {
         "ok": ok,
-        "latency": np.where(ok, t["cycles"] / c.clock_hz, np.inf),
-        "offchip_bytes": np.where(ok, t["offchip"], np.inf),
-        "footprint": np.where(ok, t["footprint"], np.inf),
+        "latency": np.where(ok, cycles / c.clock_hz, np.inf),
+        "offchip_bytes": np.where(ok, offchip, np.inf),
+        "footprint": np.where(ok, (f["fa"] + f["fb"]) * f["h"] + acc, np.inf),
     }
 
 
@@ -149,7 +179,7 @@ def cube_violations(s: CubeSetup, c: CubeConsts, f: Arrays, t: Arrays) -> list[V
     db = bool(f["db"][0])
     pp = " (halved for double buffering)" if db else ""
     tm, tk, tn = (int(f[k][0]) for k in ("tm", "tk", "tn"))
-    mp, kp, np_ = (-(-x // q) * q for x, q in ((tm, hw.fractal_m), (tk, s.k0), (tn, hw.fractal_n)))
+    mp, kp, np_ = (round_up(x, q) for x, q in ((tm, hw.fractal_m), (tk, s.k0), (tn, hw.fractal_n)))
     out: list[Violation] = []
     if not ok["tmatmul-range"]:
         out.append(

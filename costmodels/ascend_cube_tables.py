@@ -7,15 +7,18 @@ depends on a few parameters is computed here, once per combination, as float64 (
 are integers far below 2**53, so they are exact and any product order gives the same value).
 The per-point formulas that combine them are in ascend_cube_cost.py.
 
-Tables (dims -> fields):
+Each table spans exactly the parameters its fields depend on, so the grid path (ascend_batch.py)
+computes every term of the model over the fewest dims it needs. Tables (dims -> fields):
 
-- ``mk`` (base_m, base_k, l1_m, l1_k): left tile and A chunk: ``u = r*(m'/16)*(k'/k0)``, L0A
-  bytes and their MTE1 time, the A chunk bytes, A's share of L1 and of the footprint, the
-  accumulator rows ``l1_m*m'*4``, and whether m and k are TMATMUL-legal;
-- ``nk`` (base_k, base_n, l1_k, l1_n): the same for the right tile and the B chunk;
-- ``m`` (base_m, l1_m, core_grid) and ``n`` (base_n, l1_n, core_grid): blocks, tiles, output
-  bytes and cores along M (with the batch split of the grid folded in) and along N;
-- ``k`` (base_k, l1_k): K chunks; ``d`` (double_buffer): the ping-pong factor.
+- (base_m, base_k): ``u = r*(m'/16)*(k'/k0)``, L0A bytes and their MTE1 time, and whether m and k
+  are TMATMUL-legal; (base_k, base_n): ``v`` is (base_n) alone; the same for L0B;
+- (base_m, base_k, l1_m, l1_k): the A chunk bytes, A's share of L1 and of the footprint;
+  (base_k, base_n, l1_k, l1_n): the same for B;
+- (base_m, l1_m) and (base_n, l1_n): the accumulator rows ``l1_m*m'*4`` and columns ``l1_n*n'``;
+- (base_m, l1_m, core_grid) and (base_n, l1_n, core_grid): blocks, tiles, output bytes and
+  cores along M (with the batch split of the grid folded in) and along N; (core_grid): whether
+  the grid fits the AI cores;
+- (base_k, l1_k): K chunks; (double_buffer): the ping-pong factor.
 """
 
 from __future__ import annotations
@@ -24,22 +27,10 @@ import numpy as np
 
 from costmodels.ascend_batch import Table
 from costmodels.ascend_cube import CubeSetup
-from costmodels.ascend_tiling import nest_group, parse_grid
+from costmodels.ascend_tiling import level_sizes, parse_grid, round_up
 from workload import dtypes
 
 F64 = np.float64
-
-
-def _ru(x: np.ndarray, m: int) -> np.ndarray:
-    return -(-x // m) * m
-
-
-def _splits(s: CubeSetup, group: str, counts: list[tuple[int, ...]], nlev: int) -> np.ndarray:
-    """Level sizes (innermost first) of a group for each tuple of counts, as int64 ``[len(counts), nlev]``."""
-    axes = s.axes(group)
-    return np.array([[nest_group(axes, c).size(i) for i in range(nlev)] for c in counts], dtype=np.int64).reshape(
-        -1, nlev
-    )
 
 
 def cube_tables(s: CubeSetup, values: tuple[tuple[object, ...], ...], report: bool = False) -> tuple[Table, ...]:
@@ -48,101 +39,71 @@ def cube_tables(s: CubeSetup, values: tuple[tuple[object, ...], ...], report: bo
     Args:
         s: the problem on the preset.
         values: distinct values per parameter (the space's choices, or the values a batch holds).
-        report: also build the ``mkr``/``nkr`` tables of tile sizes that violation messages quote.
+        report: also build the tables of tile sizes and grid cores that violation messages quote.
     """
     hw = s.hw
-    bm_v, bk_v, bn_v, lm_v, lk_v, ln_v = (tuple(int(x) for x in v) for v in values[:6])  # type: ignore[call-overload]
+    bm_v, bk_v, bn_v, lm_v, lk_v, ln_v = (np.array([int(x) for x in v], dtype=np.int64) for v in values[:6])  # type: ignore[call-overload]
     db_v = np.asarray([bool(x) for x in values[6]])
     grids = np.array([parse_grid(str(g)) for g in values[7]], dtype=np.int64).reshape(-1, 3)
-    nb, nk_, nn, nlm, nlk, nln, ng = (len(v) for v in (bm_v, bk_v, bn_v, lm_v, lk_v, ln_v, grids))
     sa, sb, so = (dtypes.info(d).bytes for d in (s.left, s.right, s.out))
     lim = hw.tmatmul_max_dim
 
-    # group splits, once per distinct combination of the counts they depend on
-    bsz = _splits(s, "b", [(int(g),) for g in grids[:, 0]], 2)  # [g, level]
-    msz = _splits(s, "m", [(b, lm, int(g)) for b in bm_v for lm in lm_v for g in grids[:, 1]], 4).reshape(
-        nb, nlm, ng, 4
-    )
-    nsz = _splits(s, "n", [(b, ln, int(g)) for b in bn_v for ln in ln_v for g in grids[:, 2]], 4).reshape(
-        nn, nln, ng, 4
-    )
-    ksz = _splits(s, "k", [(b, lk) for b in bk_v for lk in lk_v], 3).reshape(nk_, nlk, 3)
+    # level sizes (innermost first) of each group, per combination of the counts they depend on, as float64
+    bsz = level_sizes(s.axes("b"), (grids[:, 0],)).astype(F64)  # [g, level]
+    msz = level_sizes(s.axes("m"), (bm_v[:, None, None], lm_v[None, :, None], grids[None, None, :, 1])).astype(F64)
+    nsz = level_sizes(s.axes("n"), (bn_v[:, None, None], ln_v[None, :, None], grids[None, None, :, 2])).astype(F64)
+    ksz = level_sizes(s.axes("k"), (bk_v[:, None], lk_v[None, :])).astype(F64)  # [bk, lk, level]
 
-    # mk: dims (base_m, base_k, l1_m, l1_k)
-    tm = msz[:, 0, 0, 0][:, None, None, None]
-    lm = msz[:, :, 0, 1][:, None, :, None]
-    tk_a = ksz[:, 0, 0][None, :, None, None]
-    lk_a = ksz[:, :, 1][None, :, None, :]
-    mp, kp_a = _ru(tm, hw.fractal_m), _ru(tk_a, s.k0)
-    l0a = mp * kp_a * sa
-    l1a = lm * mp * lk_a * kp_a * sa
-    shape_mk = (nb, nk_, nlm, nlk)
-    mk = {
-        "u": np.broadcast_to(s.repeats * (mp / hw.fractal_m) * (kp_a / s.k0), shape_mk),
-        "a1": np.broadcast_to(l0a / hw.l1_to_l0a_bytes_per_cycle, shape_mk),
-        "ach": np.broadcast_to(lm * tm * lk_a * tk_a * sa * s.a_ratio, shape_mk),
-        "l1a": np.broadcast_to(l1a.astype(F64), shape_mk),
-        "fa": np.broadcast_to((l1a + l0a).astype(F64), shape_mk),
-        "l0a": np.broadcast_to(l0a.astype(F64), shape_mk),
-        "acc_m": np.broadcast_to((lm * mp * 4).astype(F64), shape_mk),  # fp32/int32 accumulator (pto-tmatmul.txt)
-        "rng_m": np.broadcast_to((tm >= 1) & (tm <= lim) & (tk_a >= 1) & (tk_a <= lim), shape_mk),
-    }
+    tm, lm = msz[:, 0, 0, 0], msz[:, :, 0, 1]  # [bm], [bm, lm]
+    tn, ln = nsz[:, 0, 0, 0], nsz[:, :, 0, 1]
+    tk, lk = ksz[:, 0, 0], ksz[:, :, 1]
+    mp, kp, np_ = round_up(tm, hw.fractal_m), round_up(tk, s.k0), round_up(tn, hw.fractal_n)
+    legal_m, legal_k, legal_n = ((x >= 1) & (x <= lim) for x in (tm, tk, tn))
 
-    # nk: dims (base_k, base_n, l1_k, l1_n)
-    tn = nsz[:, 0, 0, 0][None, :, None, None]
-    ln = nsz[:, :, 0, 1][None, :, None, :]
-    tk_b = ksz[:, 0, 0][:, None, None, None]
-    lk_b = ksz[:, :, 1][:, None, :, None]
-    np_, kp_b = _ru(tn, hw.fractal_n), _ru(tk_b, s.k0)
-    l0b = kp_b * np_ * sb
-    l1b = lk_b * kp_b * ln * np_ * sb
-    shape_nk = (nk_, nn, nlk, nln)
-    nkt = {
-        "v": np.broadcast_to(np_ / hw.fractal_n, shape_nk),
-        "b1": np.broadcast_to(l0b / hw.l1_to_l0b_bytes_per_cycle, shape_nk),
-        "bch": np.broadcast_to(lk_b * tk_b * ln * tn * sb * s.b_ratio, shape_nk),
-        "l1b": np.broadcast_to(l1b.astype(F64), shape_nk),
-        "fb": np.broadcast_to((l1b + l0b).astype(F64), shape_nk),
-        "l0b": np.broadcast_to(l0b.astype(F64), shape_nk),
-        "acc_n": np.broadcast_to((ln * np_).astype(F64), shape_nk),
-        "rng_n": np.broadcast_to((tn >= 1) & (tn <= lim) & (tk_b >= 1) & (tk_b <= lim), shape_nk),
+    # (base_m, base_k) and (base_k, base_n): one TMATMUL
+    l0a = mp[:, None] * kp[None, :] * sa
+    l0b = kp[:, None] * np_[None, :] * sb
+    mk0 = {
+        "u": s.repeats * (mp[:, None] / hw.fractal_m) * (kp[None, :] / s.k0),
+        "a1": l0a / hw.l1_to_l0a_bytes_per_cycle,
+        "l0a": l0a,
+        "rng_m": legal_m[:, None] & legal_k[None, :],
     }
-
-    # m: dims (base_m, l1_m, core_grid); the batch split of the grid rides along with M
-    cb, bb = bsz[:, 0][None, None, :], bsz[:, 1][None, None, :]
-    m_blocks = bb * msz[..., 3]
-    mt = {
-        "blocks_m": m_blocks.astype(F64),
-        "tiles_m": (m_blocks * msz[..., 1]).astype(F64),
-        "bo_m": (m_blocks * msz[..., 1] * msz[..., 0]).astype(F64),
-        "cores_m": (cb * msz[..., 2]).astype(F64),
-        "grid_ok": np.broadcast_to(grids.prod(axis=1) <= hw.aic_cores, (nb, nlm, ng)),
-    }
-    # n: dims (base_n, l1_n, core_grid)
-    nt = {
-        "bn": nsz[..., 3].astype(F64),
-        "tiles_n": (nsz[..., 3] * nsz[..., 1]).astype(F64),
-        "bo_n": (nsz[..., 3] * nsz[..., 1] * nsz[..., 0] * so).astype(F64),
-        "cores_n": nsz[..., 2].astype(F64),
-    }
-    # k: dims (base_k, l1_k); d: dim double_buffer
-    kt = {
-        "nk": ksz[..., 2].astype(F64),
-        "lknk": (ksz[..., 1] * ksz[..., 2]).astype(F64),
-        "kmulti": (ksz[..., 2] > 1).astype(F64),
-    }
-    dt = {"h": 1.0 + db_v, "db": db_v}
+    kn0 = {"b1": l0b / hw.l1_to_l0b_bytes_per_cycle, "l0b": l0b, "rng_n": legal_k[:, None] & legal_n[None, :]}
+    # (base_m, base_k, l1_m, l1_k) and (base_k, base_n, l1_k, l1_n): the L1 chunks
+    lm4, tm4, mp4 = lm[:, None, :, None], tm[:, None, None, None], mp[:, None, None, None]
+    lka, tka, kpa = lk[None, :, None, :], tk[None, :, None, None], kp[None, :, None, None]
+    l1a = lm4 * mp4 * lka * kpa * sa
+    mk = {"ach": lm4 * tm4 * lka * tka * sa * s.a_ratio, "l1a": l1a, "fa": l1a + l0a[:, :, None, None]}
+    ln4, tn4, np4 = ln[None, :, None, :], tn[None, :, None, None], np_[None, :, None, None]
+    lkb, tkb, kpb = lk[:, None, :, None], tk[:, None, None, None], kp[:, None, None, None]
+    l1b = lkb * kpb * ln4 * np4 * sb
+    nk = {"bch": lkb * tkb * ln4 * tn4 * sb * s.b_ratio, "l1b": l1b, "fb": l1b + l0b[:, :, None, None]}
+    # (base_m, l1_m, core_grid): the batch split of the grid rides along with M
+    m_blocks = bsz[:, 1] * msz[..., 3]
+    m_tiles = m_blocks * msz[..., 1]
+    mt = {"blocks_m": m_blocks, "tiles_m": m_tiles, "bo_m": m_tiles * msz[..., 0], "cores_m": bsz[:, 0] * msz[..., 2]}
+    n_tiles = nsz[..., 3] * nsz[..., 1]
+    nt = {"bn": nsz[..., 3], "tiles_n": n_tiles, "bo_n": n_tiles * nsz[..., 0] * so, "cores_n": nsz[..., 2]}
+    kt = {"nk": ksz[..., 2], "lknk": ksz[..., 1] * ksz[..., 2], "kmulti": (ksz[..., 2] > 1).astype(F64)}
+    grid_cores = grids.prod(axis=1)
     tables = [
+        Table(dims=(0, 1), fields=mk0),
+        Table(dims=(1, 2), fields=kn0),
+        Table(dims=(2,), fields={"v": np_ / hw.fractal_n}),
         Table(dims=(0, 1, 3, 4), fields=mk),
-        Table(dims=(1, 2, 4, 5), fields=nkt),
+        Table(dims=(1, 2, 4, 5), fields=nk),
+        Table(dims=(0, 3), fields={"acc_m": lm * mp[:, None] * 4}),  # fp32/int32 accumulator (pto-tmatmul.txt)
+        Table(dims=(2, 5), fields={"acc_n": ln * np_[:, None]}),
         Table(dims=(0, 3, 7), fields=mt),
         Table(dims=(2, 5, 7), fields=nt),
+        Table(dims=(7,), fields={"grid_ok": grid_cores <= hw.aic_cores}),
         Table(dims=(1, 4), fields=kt),
-        Table(dims=(6,), fields=dt),
+        Table(dims=(6,), fields={"h": 1.0 + db_v, "db": db_v}),
     ]
     if report:
-        tables.append(Table(dims=(0,), fields={"tm": msz[:, 0, 0, 0].astype(F64)}))
-        tables.append(Table(dims=(1,), fields={"tk": ksz[:, 0, 0].astype(F64)}))
-        tables.append(Table(dims=(2,), fields={"tn": nsz[:, 0, 0, 0].astype(F64)}))
-        tables.append(Table(dims=(7,), fields={"grid_cores": grids.prod(axis=1).astype(F64)}))
+        tables.append(Table(dims=(0,), fields={"tm": tm}))
+        tables.append(Table(dims=(1,), fields={"tk": tk}))
+        tables.append(Table(dims=(2,), fields={"tn": tn}))
+        tables.append(Table(dims=(7,), fields={"grid_cores": grid_cores.astype(F64)}))
     return tuple(tables)

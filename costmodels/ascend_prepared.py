@@ -1,40 +1,55 @@
 """The point-independent work of one problem on one Ascend preset, done once per problem.
 
-`score_batch` is called many times for the same problem (in chunks by the enumerator, once
-per trial by the mapper), so everything that does not depend on the point (the GEMM view, the
-space, the supports() verdict, the constants of the formulas and the per-parameter tables) is
-computed once and kept by the target in a small memo keyed by the problem object.
+The mapper scores the same problem many times (in chunks by the enumerator, once per trial by
+the search), so everything that does not depend on the point (the GEMM view, the space and its
+`SpaceCoder`, the supports() verdict, the constants of the formulas and the per-parameter tables
+over the space's choices) is computed once; the target keeps it in a `ProblemMemo`.
+
+Points given as choice codes (`Target.score_codes`) are priced from the cube tables over the
+space's choices (ascend_batch.py, grid or gather path). Once the points scored for a binary
+problem add up to `TABULATE_SHARE` of its space (each call counting as at least `CALL_POINTS`),
+and the space has at most `TABULATE_MAX` points, the whole space is priced at once and kept, so
+every later point only reads its cell. A unary
+problem's space (at most 128 points) is priced at once, from its value columns, on first use.
+Points with a value outside the space (the general path of `score_batch`, and `check`/`cost` of
+such a point) are priced from tables built over the distinct values they hold.
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import math
 from collections.abc import Callable
 from functools import cached_property, partial
 
 import numpy as np
 
 from costmodels import ascend_cube_cost as cc
-from costmodels.ascend_batch import Table, evaluate, gather_fields
-from costmodels.ascend_codes import Encoded, Kind, encode
+from costmodels.ascend_batch import Encoded, Table, evaluate, flat_index, gather_fields, in_order, tabulate
 from costmodels.ascend_cube import CUBE_PARAMS, CubeSetup, cube_setup, cube_space
 from costmodels.ascend_cube_tables import cube_tables
 from costmodels.ascend_hw import AscendHardware
 from costmodels.ascend_rules import supports
-from costmodels.ascend_vector import VectorSetup, vector_space
+from costmodels.ascend_vector import VectorSetup, vector_arrays, vector_feasible, vector_space, vector_terms
+from costmodels.choice_codes import SpaceCoder
 from costmodels.protocol import SearchSpace, Violation
 from workload.problem import Problem
 
-CUBE_KINDS: dict[str, Kind] = {
-    **{p: "int" for p in CUBE_PARAMS[:6]},
-    "double_buffer": "bool",
-    "core_grid": "str",
+Arrays = dict[str, np.ndarray]
+#: Tabulate a whole space of at most this many points (about 25 bytes kept per point) ...
+TABULATE_MAX = 1 << 20
+#: ... once the points scored for the problem reach this share of it, each call counting as at least
+#: `CALL_POINTS` points (what a call's own overhead costs, so many one-point calls tabulate too).
+TABULATE_SHARE = 1 / 8
+CALL_POINTS = 1 << 10
+#: How the general path reads a column of values of each cube parameter.
+CONVERT: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    **{p: (lambda a: np.asarray(a, dtype=np.int64)) for p in CUBE_PARAMS[:6]},
+    "double_buffer": lambda a: np.asarray(a, dtype=bool),
+    "core_grid": lambda a: np.asarray(a).astype(str),
 }
-CONVERT: dict[Kind, Callable[[np.ndarray], np.ndarray]] = {
-    "int": lambda a: np.asarray(a, dtype=np.int64),
-    "bool": lambda a: np.asarray(a, dtype=bool),
-    "str": lambda a: np.asarray(a).astype(str),
-}
+#: Axis order of the cube grids, outermost first: double_buffer (few terms depend on it), base_k, l1_k,
+#: core_grid, then base_m, l1_m, base_n, l1_n (which most terms share: numpy's inner loops run over them).
+CUBE_ORDER = (6, 1, 4, 7, 0, 3, 2, 5)
 SCORE_OUTPUTS = {
     "ok": np.dtype(bool),
     "latency": np.dtype(np.float64),
@@ -50,7 +65,8 @@ class Prepared:
         self.problem = problem
         self.hw = hw
         self.preset = preset
-        self._tables: dict[tuple[object, ...], tuple[Table, ...]] = {}
+        self.scored = 0  # points priced by code so far (decides when to tabulate)
+        self.table: Arrays | None = None  # SCORE_OUTPUTS of every point of the space, once tabulated
 
     @cached_property
     def unsupported(self) -> list[Violation]:
@@ -69,55 +85,108 @@ class Prepared:
         return cube_space(self.cube) if self.problem.is_binary else vector_space(self.vector)
 
     @cached_property
+    def coder(self) -> SpaceCoder:
+        return SpaceCoder(self.space)
+
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        return self.space.names()
+
+    @cached_property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(p.choices) for p in self.space.params)
+
+    @cached_property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @cached_property
     def consts(self) -> cc.CubeConsts:
         return cc.cube_consts(self.cube)
 
-    def encode(self, columns: dict[str, np.ndarray]) -> list[Encoded]:
-        """The cube columns as codes into the space's choices (or into the values they hold)."""
-        choices = {p.name: p.choices for p in self.space.params}
-        return [
-            encode(columns[name], CUBE_KINDS[name], choices[name], CONVERT[CUBE_KINDS[name]]) for name in CUBE_PARAMS
-        ]
+    @cached_property
+    def tables(self) -> tuple[Table, ...]:
+        """The cube tables over the space's choices."""
+        return in_order(cube_tables(self.cube, tuple(p.choices for p in self.space.params)), CUBE_ORDER)
 
-    def tables(self, encoded: list[Encoded], report: bool = False) -> tuple[Table, ...]:
-        key = (report, *(e.values for e in encoded))
-        found = self._tables.get(key)
-        if found is None:
-            if len(self._tables) >= 8:
-                self._tables.clear()
-            found = self._tables[key] = cube_tables(self.cube, tuple(e.values for e in encoded), report=report)
-        return found
+    @cached_property
+    def report_tables(self) -> tuple[Table, ...]:
+        return cube_tables(self.cube, tuple(p.choices for p in self.space.params), report=True)
 
-    def cube_scores(self, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Feasibility and objectives of every point (binary problems)."""
-        enc = self.encode(columns)
-        return evaluate(self.tables(enc), enc, partial(cc.cube_scores, self.consts), SCORE_OUTPUTS)
+    # ---- points by code (score_codes) -------------------------------------------------------------
+    def scores(self, codes: dict[str, np.ndarray], n: int) -> Arrays:
+        """`SCORE_OUTPUTS` of `n` points given as codes into the space's choices.
 
-    def cube_point(self, columns: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """Fields and model terms of a few points (check/cost), with the report fields."""
-        enc = self.encode(columns)
-        tables = self.tables(enc, report=True)
-        f = gather_fields(tables, [e.codes for e in enc], [len(e.values) for e in enc])
+        A unary problem's space (at most 128 points) is tabulated at once, from its value columns;
+        a binary problem's once `TABULATE_SHARE` of it has been asked for (and it is small enough).
+        """
+        table = self.table
+        if table is None:
+            if not self.problem.is_binary:
+                table = self.table = self.vector_values(self.space.columns())
+            else:
+                self.scored += max(n, CALL_POINTS)
+                if self.size > TABULATE_MAX or self.scored < TABULATE_SHARE * self.size:
+                    return self._by_tables(codes, n)
+                model = partial(cc.cube_scores, self.consts)
+                table = self.table = tabulate(self.tables, self.shape, model, SCORE_OUTPUTS, CUBE_ORDER)
+        idx = flat_index([codes[nm] for nm in self.names], self.shape)
+        return {k: np.take(v, idx) for k, v in table.items()}
+
+    def _by_tables(self, codes: dict[str, np.ndarray], n: int) -> Arrays:
+        if n == 0:
+            return {k: np.zeros(0, dtype=dt) for k, dt in SCORE_OUTPUTS.items()}
+        enc = []
+        for p in self.space.params:
+            c = codes[p.name]
+            enc.append(Encoded(codes=c, values=p.choices, lo=int(c.min()), hi=int(c.max())))
+        return evaluate(self.tables, enc, partial(cc.cube_scores, self.consts), SCORE_OUTPUTS, CUBE_ORDER)
+
+    # ---- points by value (the general path of score_batch, check and cost) ------------------------
+    def vector_values(self, columns: dict[str, np.ndarray]) -> Arrays:
+        """`SCORE_OUTPUTS` of points given by value (unary problems)."""
+        _, t, feas = self.vector_terms(columns)
+        ok = np.ones(len(t["cycles"]), dtype=bool)
+        for arr in feas.values():
+            ok &= np.asarray(arr, dtype=bool)
+        return {
+            "ok": ok,
+            "latency": np.where(ok, t["cycles"] / self.hw.clock_hz, np.inf),
+            "offchip_bytes": np.where(ok, t["offchip"], np.inf),
+            "footprint": np.where(ok, t["footprint"], np.inf),
+        }
+
+    def vector_terms(self, columns: dict[str, np.ndarray]) -> tuple[Arrays, Arrays, Arrays]:
+        """Per-point arrays, model terms and constraint checks of points given by value (unary problems)."""
+        a = vector_arrays(self.vector, columns)
+        t = vector_terms(self.vector, a)
+        return a, t, vector_feasible(self.vector, t)
+
+    def cube_values(self, columns: dict[str, np.ndarray]) -> Arrays:
+        """`SCORE_OUTPUTS` of points given by value, priced from tables over the values they hold."""
+        enc = _distinct(columns)
+        tables = cube_tables(self.cube, tuple(e.values for e in enc))
+        return evaluate(tables, enc, partial(cc.cube_scores, self.consts), SCORE_OUTPUTS, CUBE_ORDER)
+
+    def cube_point(self, columns: dict[str, np.ndarray]) -> tuple[Arrays, Arrays]:
+        """Fields and model terms of a few points given by value (check/cost), with the report fields."""
+        codes, known = self.coder.encode(columns)
+        if known.all():
+            tables, sizes = self.report_tables, self.shape
+            code_list = [codes[nm] for nm in CUBE_PARAMS]
+        else:
+            enc = _distinct(columns)
+            tables = cube_tables(self.cube, tuple(e.values for e in enc), report=True)
+            sizes, code_list = tuple(len(e.values) for e in enc), [e.codes for e in enc]
+        f = gather_fields(tables, code_list, sizes)
         return f, cc.cube_model(self.consts, f)
 
 
-class PreparedMemo:
-    """The last few `Prepared` of a target, keyed by problem identity (problems are frozen)."""
-
-    def __init__(self, hw: AscendHardware, preset: str, size: int = 8) -> None:
-        self.hw = hw
-        self.preset = preset
-        self.size = size
-        self._items: OrderedDict[int, Prepared] = OrderedDict()
-
-    def get(self, problem: Problem) -> Prepared:
-        key = id(problem)
-        item = self._items.get(key)
-        if item is not None and item.problem is problem:
-            self._items.move_to_end(key)
-            return item
-        item = Prepared(problem, self.hw, self.preset)
-        self._items[key] = item
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
-        return item
+def _distinct(columns: dict[str, np.ndarray]) -> list[Encoded]:
+    """Each cube column as codes into the distinct values it holds."""
+    out = []
+    for name in CUBE_PARAMS:
+        uniq, inv = np.unique(CONVERT[name](np.asarray(columns[name]).reshape(-1)), return_inverse=True)
+        values = tuple(u.item() if isinstance(u, np.generic) else u for u in uniq)
+        out.append(Encoded(codes=inv.reshape(-1), values=values, lo=0, hi=len(values) - 1))
+    return out

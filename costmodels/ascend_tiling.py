@@ -4,7 +4,8 @@ A tile of the flattened group is built from its innermost axis outwards: axes th
 taken whole, the first that does not fit is split, the rest stay outside. Each level asks for a
 number of units of the level inside it; the outermost level takes what remains (rounded up,
 so a level may pad). The factors per axis and level go straight into the `Mapping` loops, and
-the products per level are what the cost model prices, so both always agree.
+the products per level are what the cost model prices (`level_sizes` gives them for many counts
+at once, for the batch scorer's tables), so both always agree.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import overload
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,32 @@ def nest_group(axes: tuple[tuple[str, int], ...], counts: tuple[int, ...]) -> Gr
     return GroupNest(axes=names, factors=tuple(levels))
 
 
+def level_sizes(axes: tuple[tuple[str, int], ...], counts: tuple[np.ndarray, ...]) -> np.ndarray:
+    """The level sizes of `nest_group` for many counts at once: ``[*broadcast shape, len(counts) + 1]`` int64.
+
+    The same greedy split, elementwise over the broadcast of the `counts` arrays (one array per
+    level, innermost first), so ``out[..., i] == nest_group(axes, counts at ...).size(i)``.
+    """
+    shape = np.broadcast_shapes(*(np.shape(c) for c in counts))
+    remaining = [np.full(shape, size, dtype=np.int64) for _, size in axes]
+    sizes = []
+    for want in counts:
+        q = np.maximum(1, np.broadcast_to(np.asarray(want, dtype=np.int64), shape))
+        size = np.ones(shape, dtype=np.int64)
+        for i in reversed(range(len(axes))):  # nest_group's branches, folded: q >= 1 and r >= 1 always
+            r = remaining[i]
+            fac = np.minimum(r, q)
+            q = np.maximum(q // r, 1)
+            remaining[i] = -(-r // fac)
+            size *= fac
+        sizes.append(size)
+    last = np.ones(shape, dtype=np.int64)
+    for r in remaining:
+        last *= r
+    sizes.append(last)
+    return np.stack(sizes, axis=-1)
+
+
 @cache
 def exact_tiles(axes: tuple[tuple[str, int], ...], limit: int = 8) -> tuple[int, ...]:
     """Tile sizes of a group whose greedy split pads nothing, largest first.
@@ -111,7 +141,12 @@ def capped_choices(values: Sequence[int], extent: int) -> tuple[int, ...]:
     return tuple(out) if out else (vals[-1],)
 
 
-def round_up(x: int, m: int) -> int:
+@overload
+def round_up(x: int, m: int) -> int: ...
+@overload
+def round_up(x: np.ndarray, m: int) -> np.ndarray: ...
+def round_up(x: int | np.ndarray, m: int) -> int | np.ndarray:
+    """`x` rounded up to a multiple of `m` (elementwise for an array)."""
     return -(-x // m) * m
 
 

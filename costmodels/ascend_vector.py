@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from costmodels.ascend_hw import AscendHardware
-from costmodels.ascend_tiling import GroupNest, capped_choices, exact_tiles, nest_group
+from costmodels.ascend_tiling import GroupNest, capped_choices, exact_tiles, nest_group, round_up
 from costmodels.ir import Level, Loop, Mapping
 from costmodels.protocol import Choice, Param, SearchSpace
 from workload import dtypes
@@ -170,9 +170,9 @@ def vector_terms(s: VectorSetup, a: dict[str, np.ndarray]) -> dict[str, np.ndarr
     so = dtypes.info(s.problem.output.dtype).bytes
     rb, cores_used, rpc, cc, chunks, db = a["r0"], a["r1"], a["r2"], a["c0"], a["c1"], a["db"]
     al = hw.alignment_bytes
-    src = rb * round_up_arr(cc * sc, al)
-    dst = round_up_arr(rb * sc, al)
-    cvt_in = rb * round_up_arr(cc * s_in, al) if s.src_dtype != s.compute_dtype else np.zeros_like(src)
+    src = rb * round_up(cc * sc, al)
+    dst = round_up(rb * sc, al)
+    cvt_in = rb * round_up(cc * s_in, al) if s.src_dtype != s.compute_dtype else np.zeros_like(src)
     ub = (src + cvt_in) * (1 + db) + src + dst * np.where(chunks > 1, 2, 1)
     t_tile = row_reduce_cycles(hw, s.problem.reduce_op, s.compute_dtype, rb, cc)
     if s.src_dtype != s.compute_dtype:
@@ -205,10 +205,6 @@ def vector_terms(s: VectorSetup, a: dict[str, np.ndarray]) -> dict[str, np.ndarr
         "ub_in": cores_used * in_bytes,
         "ub_out": cores_used * out_bytes,
     }
-
-
-def round_up_arr(x: np.ndarray, m: int) -> np.ndarray:
-    return -(-np.asarray(x) // m) * m
 
 
 def vector_feasible(s: VectorSetup, t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -1,9 +1,10 @@
-"""Guards of the fast Ascend scorer: `score_batch` must price every point as `check`/`cost` do.
+"""Guards of the fast Ascend scorer: `score_codes` and `score_batch` must price every point as `check`/`cost` do.
 
-The scorer encodes columns to integer codes, builds per-parameter tables and evaluates the
-model per point (gather path) or per cell of the box of codes (grid path). These tests compare
-it, over whole small spaces, with the point-by-point `check`/`cost` path, and the two batch
-paths and the typed/object column paths with each other.
+Points given as choice codes are priced from per-parameter tables over the space's choices, by
+the gather path, the grid path or (once enough of the space has been asked for) the tabulated
+whole space; value columns are encoded to codes first, and points with a value outside the space
+are priced from tables over the values they hold. These tests compare all of them, over whole
+small spaces, with the point-by-point `check`/`cost` path and with each other.
 """
 
 from __future__ import annotations
@@ -12,10 +13,14 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from costmodels import ascend_batch
-from costmodels.ascend_codes import encode
-from costmodels.protocol import Choice, Target
+from costmodels import ascend_batch, ascend_prepared
+from costmodels.ascend import AscendTarget
+from costmodels.ascend_tiling import level_sizes, nest_group, round_up
+from costmodels.choice_codes import SpaceCoder
+from costmodels.protocol import BatchScore, Choice
 from costmodels.registry import get_target
 from workload.conv2d import conv2d
 from workload.einsum import einsum
@@ -40,16 +45,35 @@ def _problems() -> dict[str, Problem]:
 
 
 PROBLEMS = _problems()
+VECTOR = ("rowprod", "rowsum", "rowmax")
 
 
 def _plain(v: object) -> Choice:
     return v.item() if isinstance(v, np.generic) else v  # type: ignore[return-value]
 
 
+def _target(preset: str) -> AscendTarget:
+    t = get_target(preset)
+    assert isinstance(t, AscendTarget)
+    return t
+
+
+def _same(a: BatchScore, b: BatchScore, objectives: tuple[str, ...]) -> None:
+    assert np.array_equal(np.asarray(a.feasible, bool), np.asarray(b.feasible, bool))
+    for o in objectives:
+        assert np.array_equal(a.objectives[o], b.objectives[o]), o
+
+
+def _codes(target: AscendTarget, problem: Problem, idx: np.ndarray) -> dict[str, np.ndarray]:
+    space = target.space(problem)
+    digits = np.unravel_index(idx, tuple(len(p.choices) for p in space.params))
+    return {p.name: d.astype(np.intp) for p, d in zip(space.params, digits, strict=True)}
+
+
 @pytest.mark.parametrize("preset", PRESETS)
 @pytest.mark.parametrize("pname", list(PROBLEMS))
 def test_whole_space_matches_check_and_cost(preset: str, pname: str) -> None:
-    target, problem = get_target(preset), PROBLEMS[pname]
+    target, problem = _target(preset), PROBLEMS[pname]
     if target.supports(problem):
         assert pname == "fp8" and preset == "ascend-910b"  # no fp8 on A2/A3 (pto-tmatmul.txt, Constraints)
         return
@@ -79,59 +103,188 @@ def _big() -> Problem:
 
 
 @pytest.mark.parametrize("preset", PRESETS)
-def test_grid_and_gather_paths_agree(preset: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    target, problem = get_target(preset), _big()
-    cols = target.space(problem).columns()
-    monkeypatch.setattr(ascend_batch, "GRID_CELLS_PER_POINT", 1e18)
-    grid = target.score_batch(problem, cols)
-    monkeypatch.setattr(ascend_batch, "GRID_CELLS_PER_POINT", 0.0)
-    gather = target.score_batch(problem, cols)
-    assert np.array_equal(grid.feasible, gather.feasible)
-    assert 0 < grid.feasible.sum() < len(grid.feasible)  # both kinds of point are exercised
-    for o in target.objectives:
-        assert np.array_equal(grid.objectives[o], gather.objectives[o]), o
+def test_tabulated_grid_and_gather_paths_agree(preset: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole space tabulated, one grid over the box of the codes, and per-point gathers price alike."""
+    problem = _big()
+    n = _target(preset).space(problem).size
+    order = np.random.default_rng(1).permutation(n)
+    tabulated = _target(preset)
+    ref = tabulated.score_codes(problem, _codes(tabulated, problem, np.arange(n)))
+    assert tabulated._memo.get(problem).table is not None
+    assert 0 < ref.feasible.sum() < n  # both kinds of point are exercised
+    monkeypatch.setattr(ascend_batch, "SLAB", 4000)  # slabs cut along two axes
+    sliced = _target(preset)
+    _same(sliced.score_codes(problem, _codes(sliced, problem, np.arange(n))), ref, sliced.objectives)
+    monkeypatch.setattr(ascend_prepared, "TABULATE_MAX", 0)
+    for cells_per_point, idx in ((1e18, np.arange(n)), (1e18, order), (0.0, order)):
+        monkeypatch.setattr(ascend_batch, "GRID_CELLS_PER_POINT", cells_per_point)
+        target = _target(preset)
+        got = target.score_codes(problem, _codes(target, problem, idx))
+        assert target._memo.get(problem).table is None
+        _same(
+            got,
+            BatchScore(feasible=ref.feasible[idx], objectives={o: v[idx] for o, v in ref.objectives.items()}),
+            target.objectives,
+        )
 
 
 @pytest.mark.parametrize("preset", PRESETS)
-def test_object_columns_and_shuffled_points_agree(preset: str) -> None:
-    """Object arrays (the generic decode) and a random order (the gather path) score the same points alike."""
-    target: Target = get_target(preset)
-    problem = _big()
-    cols = target.space(problem).columns()
-    ref = target.score_batch(problem, cols)
-    idx = np.random.default_rng(0).permutation(len(ref.feasible))[:500]
-    obj = {k: np.asarray([_plain(x) for x in v[idx]], dtype=object) for k, v in cols.items()}
-    got = target.score_batch(problem, obj)
-    assert np.array_equal(got.feasible, ref.feasible[idx])
-    for o in target.objectives:
-        assert np.array_equal(got.objectives[o], ref.objectives[o][idx])
+def test_tabulation_starts_once_enough_of_the_space_is_asked_for(preset: str) -> None:
+    target, problem = _target(preset), _big()
+    prep = target._memo.get(problem)
+    n = prep.size
+    idx = np.random.default_rng(2).permutation(n)
+    step = int(n * ascend_prepared.TABULATE_SHARE) // 3
+    parts = [target.score_codes(problem, _codes(target, problem, idx[i * step : (i + 1) * step])) for i in range(2)]
+    assert prep.table is None  # two thirds of the share: still priced from the tables
+    parts.append(target.score_codes(problem, _codes(target, problem, idx[2 * step :])))
+    assert prep.table is not None
+    fresh = _target(preset).score_codes(problem, _codes(target, problem, idx))
+    joined = BatchScore(
+        feasible=np.concatenate([p.feasible for p in parts]),
+        objectives={o: np.concatenate([p.objectives[o] for p in parts]) for o in target.objectives},
+    )
+    _same(joined, fresh, target.objectives)
 
 
-def test_values_outside_the_choices_are_priced_like_check_and_cost() -> None:
-    """A base tile or grid that is not a choice of the space takes the generic decode, same answer."""
-    target, problem = get_target("ascend-910b"), einsum("mk,kn->mn", {"m": 96, "k": 64, "n": 80}, weight=1)
+def test_many_one_point_calls_tabulate_too() -> None:
+    """Each call counts as at least CALL_POINTS points: a search asking one point at a time tabulates soon."""
+    target, problem = _target("ascend-a5"), _big()
+    prep = target._memo.get(problem)
+    calls = math.ceil(ascend_prepared.TABULATE_SHARE * prep.size / ascend_prepared.CALL_POINTS)
+    idx = np.random.default_rng(5).permutation(prep.size)[: calls + 3]
+    got = [target.score_codes(problem, _codes(target, problem, idx[i : i + 1])) for i in range(calls + 3)]
+    assert prep.table is not None
+    ref = _target("ascend-a5").score_codes(problem, _codes(target, problem, idx))
+    assert [float(g.objectives["latency"][0]) for g in got] == ref.objectives["latency"].tolist()
+    assert [bool(g.feasible[0]) for g in got] == ref.feasible.tolist()
+    fresh = _target("ascend-a5")
+    for i in range(calls - 1):
+        fresh.score_codes(problem, _codes(fresh, problem, idx[i : i + 1]))
+    assert fresh._memo.get(problem).table is None
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("pname", ["bf16", "conv", *VECTOR])
+def test_score_codes_equals_score_batch_in_any_order_and_chunk(preset: str, pname: str) -> None:
+    target, problem = _target(preset), PROBLEMS[pname]
     space = target.space(problem)
-    assert 48 not in dict((p.name, p.choices) for p in space.params)["base_m"]
-    point: dict[str, Choice] = {"base_m": 48, "base_k": 32, "base_n": 16, "l1_m": 1, "l1_k": 2, "l1_n": 1}
-    point |= {"double_buffer": False, "core_grid": "1x2x3"}
-    cols = {k: np.asarray([v, v]) for k, v in point.items()}
+    coder = SpaceCoder(space)
+    idx = np.random.default_rng(3).permutation(space.size)
+    codes = _codes(target, problem, idx)
+    by_values = _target(preset).score_batch(problem, coder.decode(codes))
+    assert by_values.feasible.any()
+    _same(target.score_codes(problem, codes), by_values, target.objectives)
+    for i in (0, 5, space.size - 1):  # one point alone
+        one = _target(preset).score_codes(problem, {k: v[i : i + 1] for k, v in codes.items()})
+        assert one.feasible.shape == (1,) and bool(one.feasible[0]) == bool(by_values.feasible[i])
+        assert one.objectives["latency"][0] == by_values.objectives["latency"][i]
+    empty = target.score_codes(problem, {k: v[:0] for k, v in codes.items()})
+    assert empty.feasible.shape == (0,) and all(v.shape == (0,) for v in empty.objectives.values())
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("pname", ["bf16", "rowsum"])
+def test_value_columns_of_any_type_score_alike(preset: str, pname: str) -> None:
+    """Object columns, other integer widths and narrower strings all encode to the same points."""
+    problem = PROBLEMS[pname]
+    cols = _target(preset).space(problem).columns()
+    ref = _target(preset).score_batch(problem, cols)
+    objects = {k: np.asarray([_plain(x) for x in v], dtype=object) for k, v in cols.items()}
+    narrow = {k: v.astype(np.int32 if v.dtype.kind == "i" else v.dtype) for k, v in cols.items()}
+    unsigned = {k: v.astype(np.uint16 if v.dtype.kind == "i" else v.dtype) for k, v in cols.items()}
+    if "core_grid" in cols:
+        width = max(len(g) for g in cols["core_grid"])
+        narrow["core_grid"] = cols["core_grid"].astype(f"<U{width}")
+        unsigned["core_grid"] = cols["core_grid"].astype("<U16")
+    for variant in (objects, narrow, unsigned):
+        _same(_target(preset).score_batch(problem, variant), ref, ("latency", "offchip_bytes", "footprint"))
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_values_outside_the_choices_are_priced_like_check_and_cost(preset: str) -> None:
+    """A base tile or grid that is no choice goes to the general path; points beside it keep their codes."""
+    target, problem = _target(preset), einsum("mk,kn->mn", {"m": 96, "k": 64, "n": 80}, weight=1)
+    space = target.space(problem)
+    choices = {p.name: p.choices for p in space.params}
+    assert 48 not in choices["base_m"] and "1x2x3" not in choices["core_grid"]
+    odd: dict[str, Choice] = {"base_m": 48, "base_k": 32, "base_n": 16, "l1_m": 1, "l1_k": 2, "l1_n": 1}
+    odd |= {"double_buffer": False, "core_grid": "1x2x3"}
+    known = {p.name: p.choices[0] for p in space.params}
+    cols = {k: np.asarray([known[k], odd[k], known[k], odd[k]], dtype=object) for k in odd}
     score = target.score_batch(problem, cols)
+    for i, point in ((0, known), (1, odd)):
+        mapping = target.mapping(problem, point)
+        ok = not target.check(problem, mapping)
+        assert bool(score.feasible[i]) == ok == bool(score.feasible[i + 2])
+        if ok:
+            assert score.objectives["latency"][i] == target.cost(problem, mapping).seconds
+    assert bool(score.feasible[1])
+    alone = target.score_codes(problem, {k: np.asarray([0]) for k in odd})
+    assert alone.objectives["latency"][0] == score.objectives["latency"][0]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("pname", ["bf16", "conv", "big"])
+def test_general_path_prices_known_points_as_their_codes_do(preset: str, pname: str) -> None:
+    """Tables over the values a batch holds (the general path) give what the tables over the choices give."""
+    target, problem = _target(preset), _big() if pname == "big" else PROBLEMS[pname]
+    space = target.space(problem)
+    idx = np.random.default_rng(4).permutation(space.size)[:150]
+    codes = _codes(target, problem, idx)
+    general = target._memo.get(problem).cube_values(SpaceCoder(space).decode(codes))
+    by_codes = target.score_codes(problem, codes)
+    assert np.array_equal(general["ok"], by_codes.feasible) and general["ok"].any()
+    assert pname != "big" or not general["ok"].all()
+    for o in target.objectives:
+        assert np.array_equal(general[o], by_codes.objectives[o]), o
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_vector_values_outside_the_choices_are_priced_like_check_and_cost(preset: str) -> None:
+    target, problem = _target(preset), PROBLEMS["rowsum"]
+    assert 12 not in dict((p.name, p.choices) for p in target.space(problem).params)["row_block"]
+    point: dict[str, Choice] = {"row_block": 12, "col_block": 48, "double_buffer": True}
+    score = target.score_batch(problem, {k: np.asarray([v]) for k, v in point.items()})
     mapping = target.mapping(problem, point)
-    assert not target.check(problem, mapping)
-    assert list(score.feasible) == [True, True]
+    assert not target.check(problem, mapping) and bool(score.feasible[0])
     assert score.objectives["latency"][0] == target.cost(problem, mapping).seconds
 
 
-def test_encode_fast_path_and_fallback() -> None:
-    choices = ("1x4x6", "24x1x1", "2x3x4")
-    conv = np.asarray
-    col = np.asarray(["2x3x4", "1x4x6", "2x3x4", "24x1x1"])
-    enc = encode(col, "str", choices, conv)
-    assert enc.values == choices and list(enc.codes) == [2, 0, 2, 1] and (enc.lo, enc.hi) == (0, 2)
-    odd = np.asarray(["2x3x4", "9x9x9"])  # not a choice: the distinct values found are used instead
-    enc = encode(odd, "str", choices, lambda a: np.asarray(a).astype(str))
-    assert enc.values == ("2x3x4", "9x9x9") and list(enc.codes) == [0, 1]
-    ints = encode(np.asarray([64, 16, 64, 4096]), "int", (16, 64), lambda a: np.asarray(a, dtype=np.int64))
-    assert ints.values == (16, 64, 4096) and list(ints.codes) == [1, 0, 1, 2]
-    flags = encode(np.asarray([False, True]), "bool", (True, False), np.asarray)
-    assert flags.values == (True, False) and list(flags.codes) == [1, 0]
+def test_malformed_values_are_refused_with_the_reason() -> None:
+    target, problem = _target("ascend-910b"), PROBLEMS["bf16"]
+    cols = target.space(problem).columns()
+    with pytest.raises(ValueError, match="core_grid"):
+        target.score_batch(problem, {k: v for k, v in cols.items() if k != "core_grid"})
+    with pytest.raises(ValueError, match="BxMxN"):
+        target.score_batch(problem, cols | {"core_grid": np.full(len(cols["core_grid"]), "four")})
+
+
+def test_unsupported_problems_score_infeasible_by_code_and_value() -> None:
+    target, problem = _target("ascend-910b"), PROBLEMS["fp8"]
+    assert target.supports(problem)
+    n = 7
+    codes = {p.name: np.zeros(n, dtype=np.intp) for p in target.space(problem).params}
+    for score in (
+        target.score_codes(problem, codes),
+        target.score_batch(problem, SpaceCoder(target.space(problem)).decode(codes)),
+    ):
+        assert not score.feasible.any() and np.isinf(score.objectives["latency"]).all()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    sizes=st.lists(st.integers(1, 300), max_size=3),
+    counts=st.lists(st.lists(st.integers(-1, 700), min_size=4, max_size=4), min_size=1, max_size=3),
+)
+def test_level_sizes_are_nest_group_sizes(sizes: list[int], counts: list[list[int]]) -> None:
+    axes = tuple((f"a{i}", s) for i, s in enumerate(sizes))
+    got = level_sizes(axes, tuple(np.asarray(c) for c in counts))
+    for j in range(4):
+        nest = nest_group(axes, tuple(c[j] for c in counts))
+        assert got[j].tolist() == [nest.size(i) for i in range(len(counts) + 1)]
+
+
+def test_round_up_is_one_helper_for_ints_and_arrays() -> None:
+    assert round_up(17, 16) == 32 and round_up(32, 16) == 32 and round_up(1, 32) == 32
+    assert round_up(np.asarray([0, 1, 16, 17]), 16).tolist() == [0, 16, 16, 32]
