@@ -16,6 +16,11 @@ cannot emulate it), so the fidelities searched are a preset setting, ``fidelitie
 default, as ttnn's conv default compute config (tenstorrent-conv2d.md, Compute Config). A request
 may override it (e.g. ``{"fidelities": ["LoFi", "HiFi2", "HiFi4"]}``); the roofline bound then
 uses the fastest fidelity allowed. Every cost report names the fidelity it priced.
+
+Scoring many points: the whole space is priced once per problem as a table (`costmodels.tt_table`),
+kept with the problem's GEMM view, space and coder in a `ProblemMemo`. `score_codes` gathers from
+it by choice code; `score_batch` codes value columns first (`choice_codes.score_values`) and prices
+values outside the space with the same formulas, point by point.
 """
 
 from __future__ import annotations
@@ -24,15 +29,17 @@ from typing import Any
 
 import numpy as np
 
+from costmodels.choice_codes import score_values
 from costmodels.ir import Mapping
 from costmodels.presets import load_preset
+from costmodels.problem_memo import ProblemMemo
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, SearchSpace, Violation
 from costmodels.tt_check import violations
 from costmodels.tt_eval import PARAMS, Evaluation
 from costmodels.tt_hardware import TensixHardware
-from costmodels.tt_shape import TTShape, tt_shape
-from costmodels.tt_space import build_mapping, build_space, evaluate_point, point_of, warm_starts
-from costmodels.tt_table import ScoreTable, build_table, score_general
+from costmodels.tt_shape import TTShape
+from costmodels.tt_space import build_mapping, evaluate_point, point_of, warm_starts
+from costmodels.tt_table import TTPrepared, score_general
 from workload.problem import Problem
 
 SUPPORTED_DTYPES = ("bf16", "f32")  # ttnn conv2d dtype / weights_dtype (tenstorrent-conv2d.md, Conv2dConfig)
@@ -47,17 +54,13 @@ class TenstorrentTarget:
     def __init__(self, name: str, hardware: TensixHardware) -> None:
         self.name = name
         self.hardware = hardware
+        # per problem: GEMM view, space, coder and priced table (each built on first use)
+        self._memo: ProblemMemo[TTPrepared] = ProblemMemo(
+            lambda p: TTPrepared(p, hardware, supported=not self.supports(p))
+        )
 
     def _shape(self, problem: Problem) -> TTShape:
-        """The problem's GEMM view, memoised per problem object (a few recent ones)."""
-        cache: list[tuple[Problem, TTShape]] = self.__dict__.setdefault("_recent", [])
-        for prob, shape in cache:
-            if prob is problem:
-                return shape
-        shape = tt_shape(problem, self.hardware.tile)
-        cache.insert(0, (problem, shape))
-        del cache[8:]
-        return shape
+        return self._memo.get(problem).shape
 
     # ---- protocol ------------------------------------------------------------------------------
     def supports(self, problem: Problem) -> list[Violation]:
@@ -90,25 +93,13 @@ class TenstorrentTarget:
         return out
 
     def space(self, problem: Problem) -> SearchSpace:
-        return build_space(self._shape(problem), self.hardware)
+        return self._memo.get(problem).space
 
     def mapping(self, problem: Problem, point: dict[str, Choice]) -> Mapping:
         return build_mapping(problem, self._shape(problem), self.hardware, self.name, point)
 
     def _eval(self, problem: Problem, point: dict[str, Choice]) -> Evaluation:
         return evaluate_point(self._shape(problem), self.hardware, {k: point[k] for k in PARAMS})
-
-    def _table(self, problem: Problem) -> ScoreTable | None:
-        """The whole space priced once per problem (memoised with a few recent problems)."""
-        cache: list[tuple[Problem, ScoreTable | None]] = self.__dict__.setdefault("_tables", [])
-        for prob, table in cache:
-            if prob is problem:
-                return table
-        shape = self._shape(problem)
-        table = build_table(shape, self.hardware, build_space(shape, self.hardware))
-        cache.insert(0, (problem, table))
-        del cache[4:]
-        return table
 
     def check(self, problem: Problem, mapping: Mapping) -> list[Violation]:
         out = self.supports(problem)
@@ -171,28 +162,34 @@ class TenstorrentTarget:
         )  # fmt: skip
 
     def score_batch(self, problem: Problem, columns: dict[str, np.ndarray]) -> BatchScore:
-        n = len(next(iter(columns.values())))
-        if self.supports(problem):
-            inf = np.full(n, np.inf)
-            return BatchScore(feasible=np.zeros(n, bool), objectives={o: inf for o in self.objectives})
-        shape = self._shape(problem)
-        table = self._table(problem)
-        if table is None:
-            outs = score_general(shape, self.hardware, columns)
-        else:
-            flat, known = table.lookup(columns)
-            outs = (table.feasible[flat], table.latency[flat], table.offchip[flat], table.footprint[flat])
-            if not known.all():  # values outside the space's choices: the general path
-                rest = score_general(shape, self.hardware, {k: np.asarray(v)[~known] for k, v in columns.items()})
-                for out, part in zip(outs, rest, strict=True):
-                    out[~known] = part
+        prep = self._memo.get(problem)
+        if not prep.supported:
+            return self._infeasible(len(next(iter(columns.values()))))
+
+        def general(cols: dict[str, np.ndarray]) -> BatchScore:
+            return self._batch(score_general(prep.shape, self.hardware, cols))
+
+        return score_values(prep.coder, columns, lambda codes: self._batch(prep.table.score(codes)), general)
+
+    def score_codes(self, problem: Problem, codes: dict[str, np.ndarray]) -> BatchScore:
+        prep = self._memo.get(problem)
+        if not prep.supported:
+            return self._infeasible(len(next(iter(codes.values()))))
+        return self._batch(prep.table.score(codes))
+
+    def _batch(self, outs: tuple[np.ndarray, ...]) -> BatchScore:
         feas, lat, off, foot = outs
         return BatchScore(feasible=feas, objectives={"latency": lat, "offchip_bytes": off, "footprint": foot})
 
+    def _infeasible(self, n: int) -> BatchScore:
+        inf = np.full(n, np.inf)
+        return BatchScore(feasible=np.zeros(n, bool), objectives={o: inf for o in self.objectives})
+
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
-        if self.supports(problem):
+        prep = self._memo.get(problem)
+        if not prep.supported:
             return []
-        return warm_starts(self._shape(problem), self.hardware, self.space(problem))
+        return warm_starts(prep.shape, self.hardware, prep.space)
 
     def render(self, problem: Problem, mapping: Mapping) -> str:
         p = point_of(mapping)

@@ -90,6 +90,17 @@ class Evaluation:
         return out
 
 
+def _over(ufunc: np.ufunc, a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
+    """``ufunc(a, b)``, written over `a` (a temporary of `_evaluate`) when it has the result's shape and type.
+
+    The whole-space grid's last steps are its largest arrays: reusing them saves allocating (and
+    first touching) a fresh one per step. The values are the same either way.
+    """
+    if np.broadcast(a, b).shape == a.shape and a.dtype == np.result_type(a, b):
+        return ufunc(a, b, out=a)
+    return ufunc(a, b)
+
+
 def dram_k_tiles(shape: TTShape) -> int:
     """K of a core's GEMM on the DRAM path: Kh blocks of round_up(Cin*Kw, 32) (hardware-facts.md §4.2 step 5)."""
     return shape.kh * cdiv(shape.k_channels * shape.kw, shape.tile)
@@ -101,7 +112,7 @@ def evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: d
     Args:
         shape: the problem's GEMM view.
         hw: the chip.
-        lt: per-layout fields (`LAYOUT_FIELDS`), indexed by ``x["lay"]``.
+        lt: per-layout fields (``lt["fields"]``: one column per `LAYOUT_FIELDS` entry), indexed by ``x["lay"]``.
         x: ``lay`` (layout index), ``dram`` and ``mem_ok`` (memory placement, known), ``abh_rows``,
             ``div``, ``kb`` (in0_block_w tiles), ``sb_h``/``sb_w`` (NaN if unknown), ``adb``, ``wdb``,
             ``split``, ``fp32`` (bools), ``tile_cyc`` (NaN if unknown) and ``fid_ok`` (allowed by policy).
@@ -112,7 +123,8 @@ def evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: d
 
 def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: dict[str, np.ndarray]) -> Evaluation:
     t = shape.tile
-    g = {k: lt[k][x["lay"]] for k in LAYOUT_FIELDS}
+    rows = lt["fields"][x["lay"]]  # every field at once: one gather
+    g = {k: rows[..., j] for j, k in enumerate(LAYOUT_FIELDS)}
     dram = x["dram"]
     height, block, width = (g["kind"] == 0), (g["kind"] == 1), (g["kind"] == 2)
     r, c, pm_t, pn_t = g["r"], g["c"], g["pm_t"], g["pn_t"]
@@ -186,10 +198,11 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     t_w = w_core / link + hop
     act_path = t_reader + t_act
     main = np.where(x["adb"], np.maximum(t_comp, act_path), t_comp + act_path)  # [ASSUMPTION: else sum] §4.2 step 6
-    main = np.where(wdb, np.maximum(main, t_w), main + t_w)
+    overlapped = np.maximum(main, t_w)
+    main = np.where(wdb, overlapped, _over(np.add, main, t_w))
     # DRAM path: the writer sends each output block back while the next one computes ([ASSUMPTION] overlapped)
     t_out = np.where(dram, B * pm_t * t * b_wo * bo / link, 0.0)
-    main = np.maximum(main, t_out)
+    main = _over(np.maximum, main, t_out)
     # DRAM bytes. Sharded: input shards in, unique weights (one multicast per column, re-read per act block).
     # Interleaved: every activation row once (padded to tiles; at least the whole input tensor, which the
     # interleaved path reads to build the activation matrix: tenstorrent-conv2d.md single-core step 1), each
@@ -200,7 +213,7 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     dram_out = B * shape.m_t * t * shape.n_t * t * bo
     dram_bytes = np.where(dram, dram_in_d + dram_w_d, dram_in_sh + c * w_core) + dram_out
     t_dram = dram_bytes / hw.dram_bytes_per_cycle
-    kernel = np.maximum(main, t_dram)
+    kernel = _over(np.maximum, main, t_dram)
     # halo op before a sharded conv: remote sticks over the NoC, then the local buffer copy
     stick = g["stick_ch"] * bi
     t_halo = np.where(
@@ -210,7 +223,7 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         + g["buf"] * stick / hw.l1_port_bytes_per_cycle,
         0.0,
     )
-    cycles = kernel + t_halo
+    cycles = _over(np.add, kernel, t_halo)
     cores_used = r * c
     a = {
         "cycles": cycles,

@@ -9,6 +9,8 @@ path of check/cost and the whole-space table of score_batch feed the same formul
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
+from math import isqrt
 
 import numpy as np
 
@@ -19,9 +21,16 @@ from costmodels.tt_shape import KINDS, TTShape, layout_stats
 #: act_block_h ranks the space offers at most (0 = the whole per-core height)
 MAX_RANK = 6
 
+#: ttnn's sub-block list as arrays over a trailing axis (`resolve_ranks`)
+_SB_PAIRS = np.array(SUBBLOCKS, dtype=np.float64)
+_SB_H = np.array([h for h, _ in SUBBLOCKS], dtype=np.int64)
+_SB_W = np.array([w for _, w in SUBBLOCKS], dtype=np.int64)
+_SB_AREA = _SB_H * _SB_W
+_SB_H_IS_1 = _SB_H == 1
+
 
 def layout_table(shape: TTShape, hw: TensixHardware, layouts: Sequence[str]) -> dict[str, np.ndarray]:
-    """Per-layout fields (`tt_eval.LAYOUT_FIELDS`) plus ``divs``: per-core height divisors, largest first.
+    """Per-layout fields (`tt_eval.LAYOUT_FIELDS`; ``fields``: all of them as columns) plus ``divs``.
 
     ``divs[i, k]`` is the k-th largest divisor of layout i's per-core height in tiles (the last one
     repeated past the end), the act_block_h a rank picks.
@@ -35,19 +44,30 @@ def layout_table(shape: TTShape, hw: TensixHardware, layouts: Sequence[str]) -> 
             (float(s.valid), float(s.split_ok), s.pm_t, s.pn_t, s.k_t, s.kblocks, s.halo_buffer_sticks,
              s.halo_max_remote_sticks, s.halo_total_remote_sticks, s.stick_channels, kind, s.r, s.c)
         )  # fmt: skip
-        d = [k for k in range(s.pm_t, 0, -1) if s.pm_t % k == 0][:MAX_RANK]
-        divs[i] = d + [d[-1]] * (MAX_RANK - len(d))
+        d = top_divisors(s.pm_t)
+        divs[i] = d + (d[-1],) * (MAX_RANK - len(d))
     arr = np.array(rows, dtype=np.float64).reshape(len(layouts), len(LAYOUT_FIELDS))
     out: dict[str, np.ndarray] = {f: arr[:, j] for j, f in enumerate(LAYOUT_FIELDS)}
+    out["fields"] = arr
     out["divs"] = divs
     return out
+
+
+@lru_cache(maxsize=4096)
+def top_divisors(n: int) -> tuple[int, ...]:
+    """The `MAX_RANK` largest divisors of ``n >= 1``, largest first (all of them when it has fewer)."""
+    small = [d for d in range(1, isqrt(n) + 1) if n % d == 0]
+    large = [n // d for d in small if d * d != n]  # the co-divisors, largest first
+    return tuple((large + small[::-1])[:MAX_RANK])
 
 
 def resolve_ranks(
     lt: dict[str, np.ndarray], hw: TensixHardware, lay: np.ndarray, rank_h: np.ndarray, rank_s: np.ndarray,
     fp32: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
-    """(act_block_h tiles, sub-block h, sub-block w) of rank points (broadcast over the inputs).
+    """(act_block_h tiles, sub-block h, sub-block w) of rank points.
+
+    The act_block_h is broadcast over the layout and act_block_h inputs only, the sub-block over all.
 
     ``act_block_h_rank`` k picks the k-th largest divisor of the layout's per-core height in tiles
     (0 = the whole height, ttnn's default); ``subblock_rank`` k picks the k-th feasible pair of
@@ -55,23 +75,15 @@ def resolve_ranks(
     end take the last entry.
     """
     abh_t = lt["divs"][lay, np.minimum(rank_h, MAX_RANK - 1)]
-    pn_t = lt["pn_t"][lay]
-    dst = np.where(fp32, hw.dst_tiles_fp32, hw.dst_tiles)
-    abh_t, pn_t, dst, rank_s = np.broadcast_arrays(abh_t, pn_t, dst, rank_s)
-    seen = np.zeros(abh_t.shape, dtype=np.int64)
-    pick = np.full(abh_t.shape, len(SUBBLOCKS) - 1, dtype=np.int64)
-    last = pick.copy()
-    done = np.zeros(abh_t.shape, dtype=bool)
-    for i, (h, w) in enumerate(SUBBLOCKS):
-        fits = (h * w <= dst) & (abh_t % h == 0) & (pn_t % w == 0) & ((h == 1) | (pn_t == w))
-        hit = fits & ~done & (seen == rank_s)
-        pick[hit] = i
-        done |= hit
-        last = np.where(fits & ~done, i, last)
-        seen += fits
-    pick = np.where(done, pick, last)
-    pairs = np.array(SUBBLOCKS, dtype=np.float64)
-    return abh_t, pairs[pick, 0], pairs[pick, 1]
+    pn_t = lt["pn_t"][lay][..., None]
+    dst = np.where(fp32, hw.dst_tiles_fp32, hw.dst_tiles)[..., None]
+    # one trailing axis over ttnn's list: which pairs fit, and how many fit before each
+    fits = (dst >= _SB_AREA) & (abh_t[..., None] % _SB_H == 0) & ((pn_t % _SB_W == 0) & (_SB_H_IS_1 | (pn_t == _SB_W)))
+    seen = np.cumsum(fits, axis=-1) - fits
+    hit = fits & (seen == np.asarray(rank_s)[..., None])
+    last_fit = len(SUBBLOCKS) - 1 - np.argmax(fits[..., ::-1], axis=-1)  # none fits: argmax 0, the last pair
+    pick = np.where(hit.any(axis=-1), np.argmax(hit, axis=-1), last_fit)
+    return abh_t, _SB_PAIRS[pick, 0], _SB_PAIRS[pick, 1]
 
 
 def subblock_pair(value: object) -> tuple[float, float]:

@@ -14,8 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cache
 
+import numpy as np
+
 from costmodels.gemm_view import gemm_view
-from costmodels.halo import build_halo
+from costmodels.halo import window_span
 from costmodels.tt_hardware import TensixHardware
 from workload import dtypes
 from workload.conv2d import Conv2dParams, as_conv2d
@@ -172,8 +174,7 @@ def _layout_stats(shape: TTShape, grid_x: int, grid_y: int, layout: str) -> Layo
         buf = shape.batches * pm_t * t
         max_remote = total_remote = 0
     else:
-        halo = build_halo(shape.conv, r)
-        buf, max_remote, total_remote = halo.max_buffer_sticks(), halo.max_remote_sticks(), halo.total_remote_sticks()
+        buf, max_remote, total_remote = halo_sticks(shape.conv, r)
     return LayoutStats(
         kind=kind,
         r=r,
@@ -190,6 +191,47 @@ def _layout_stats(shape: TTShape, grid_x: int, grid_y: int, layout: str) -> Layo
         halo_total_remote_sticks=total_remote,
         stick_channels=shape.in_channels / c,
     )
+
+
+def halo_sticks(conv: Conv2dParams, cores: int) -> tuple[int, int, int]:
+    """(largest halo buffer, most sticks one core receives, sticks all cores receive) of `halo.build_halo`.
+
+    The same configuration in closed form, without building its chunks: core i's buffer holds the
+    padded-input sticks from the top-left of its first output's window to the bottom-right of its
+    last one's; its data sticks are, in order, the input sticks ``[D(start), D(end))``, where
+    ``D(p)`` counts the data (non-padding) sticks before padded index ``p``; those outside core i's
+    own input shard arrive from other cores.
+    """
+    h, w = conv.input_height, conv.input_width
+    ph, pw = conv.padding
+    hp, wp = h + 2 * ph, w + 2 * pw
+    ho, wo = conv.output_height, conv.output_width
+    outs = conv.batch * ho * wo
+    size = cdiv(outs, cores)
+    core = np.arange(cores, dtype=np.int64)
+    first = np.minimum(core * size, outs)
+    used = np.minimum(first + size, outs) > first  # the last cores may get no output sticks
+    core, first = core[used], first[used]
+    last = np.minimum(first + size, outs) - 1
+
+    def top_left(j: np.ndarray) -> np.ndarray:  # padded index of output stick j's window (halo.op_trace)
+        n, rem = np.divmod(j, ho * wo)
+        oh, ow = np.divmod(rem, wo)
+        return n * hp * wp + oh * conv.stride[0] * wp + ow * conv.stride[1]
+
+    def data_before(p: np.ndarray) -> np.ndarray:  # D(p)
+        n, rem = np.divmod(p, hp * wp)
+        y, x = np.divmod(rem, wp)
+        y, x = y - ph, x - pw
+        in_row = np.where((y >= 0) & (y < h), np.minimum(np.maximum(x, 0), w), 0)
+        return n * h * w + np.minimum(np.maximum(y, 0), h) * w + in_row
+
+    start, end = top_left(first), top_left(last) + window_span(conv) + 1
+    d0, d1 = data_before(start), data_before(end)
+    shard = cdiv(conv.batch * h * w, cores)  # input sticks per core (the last shards shorter)
+    local = np.maximum(np.minimum(d1, (core + 1) * shard) - np.maximum(d0, core * shard), 0)
+    remote = d1 - d0 - local
+    return int((end - start).max(initial=0)), int(remote.max(initial=0)), int(remote.sum())
 
 
 def _with(s: LayoutStats, **kw: object) -> LayoutStats:
@@ -226,7 +268,3 @@ def candidate_layouts(shape: TTShape, hw: TensixHardware) -> list[str]:
             if c > 1:
                 out[f"width/{c}"] = None
     return list(out)
-
-
-def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]

@@ -13,8 +13,8 @@ from costmodels.ir import Level, Loop, Mapping
 from costmodels.protocol import Choice, Param, SearchSpace
 from costmodels.tt_eval import MEMORIES, PARAMS, Evaluation, dram_k_tiles, evaluate
 from costmodels.tt_hardware import TensixHardware
-from costmodels.tt_resolve import MAX_RANK, numeric_inputs
-from costmodels.tt_shape import TTShape, candidate_layouts, cdiv, divisors, layout_stats
+from costmodels.tt_resolve import numeric_inputs, top_divisors
+from costmodels.tt_shape import TTShape, candidate_layouts, cdiv, layout_stats
 from workload.problem import Problem
 
 #: in0_block_w (K tiles per streamed block) choices: the largest divisors of K_t up to this many tiles
@@ -29,7 +29,7 @@ def in0_block_w_choices(shape: TTShape) -> tuple[int, ...]:
 
 def build_space(shape: TTShape, hw: TensixHardware) -> SearchSpace:
     layouts = candidate_layouts(shape, hw)
-    widest = max(len(divisors(layout_stats(shape, hw, lay).pm_t)) for lay in layouts)
+    ranks = max(len(top_divisors(layout_stats(shape, hw, lay).pm_t)) for lay in layouts)
     params = (
         Param(name="layout", choices=tuple(layouts), doc="height/R, block/RxC or width/C over the core grid"),
         Param(
@@ -39,7 +39,7 @@ def build_space(shape: TTShape, hw: TensixHardware) -> SearchSpace:
         ),
         Param(
             name="act_block_h_rank",
-            choices=tuple(range(min(widest, MAX_RANK))),
+            choices=tuple(range(ranks)),
             doc="act_block_h = k-th largest multiple of 32 dividing the per-core height (0 = whole, ttnn default)",
         ),
         Param(name="act_block_w_div", choices=(1, 2, 4), doc="divides the maximum act_block_w (width sharding only)"),

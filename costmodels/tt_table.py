@@ -1,190 +1,121 @@
-"""Fast `score_batch` for the Tensix targets: the whole space priced once, then looked up.
+"""Fast scoring for the Tensix targets: the whole space priced once per problem, then gathered by code.
 
-The formulas of `tt_eval.evaluate` are evaluated once per problem over the space as a broadcast
-grid (one array axis per parameter, so each quantity is computed at the size of the parameters it
-depends on). Scoring a batch then codes each column to choice indices (integers through a small
-lookup table, strings through the few characters that tell the choices apart), forms the flat
-index of each point in the space's C order and gathers the four outputs. Points whose values are
-not among the space's choices fall back to the general path, so every answer equals `check`/`cost`.
+`build_table` evaluates the formulas of `tt_eval.evaluate` once per problem over the space as a
+broadcast grid (one array axis per parameter with more than one choice, so each quantity is computed
+at the size of the parameters it depends on). The grid's axes run in `AXES` order, not the space's,
+so that numpy's broadcast loops over the largest arrays run long; a matmul's grid leaves out
+split_reader, which cannot change its price. `ScoreTable.score` then turns each point's choice codes
+into its index in that grid (a multiply and an add per axis) and gathers the four outputs.
+
+Points given by value go through `choice_codes.score_values`: values among the space's choices
+are coded and gathered the same way, the rest are priced by `score_general` (`evaluate` on the
+values themselves), so every answer equals `check`/`cost`.
+
+`TTPrepared` is what a target keeps per problem (`ProblemMemo`): the GEMM view, the space, its
+`SpaceCoder` and the table, each built on first use.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from functools import cache
+from functools import cached_property
 
 import numpy as np
 
-from costmodels.protocol import Param, SearchSpace
+from costmodels.choice_codes import SpaceCoder
+from costmodels.protocol import SearchSpace
 from costmodels.tt_eval import MEMORIES, evaluate
 from costmodels.tt_hardware import TensixHardware
 from costmodels.tt_resolve import fidelity_inputs, layout_table, numeric_inputs, resolve_ranks
-from costmodels.tt_shape import TTShape
+from costmodels.tt_shape import TTShape, tt_shape
+from costmodels.tt_space import build_space
+from workload.problem import Problem
 
-#: largest space priced as a table; bigger spaces are scored point by point
-MAX_TABLE = 1 << 22
-#: rows coded and gathered at a time (keeps the temporaries in cache)
-CHUNK = 1 << 15
+#: the grid's axes, outermost first (every parameter of `tt_space.build_space`, once): split_reader and
+#: the double-buffer flags, which only the last steps of the time depend on; then the layout, memory and
+#: act_block_h, which nearly every quantity depends on; innermost the parameters only the compute time,
+#: L1 and feasibility depend on. The full-size steps then combine operands that are either constant or
+#: contiguous over long inner runs.
+AXES = (
+    "split_reader",
+    "act_double_buffer",
+    "weights_double_buffer",
+    "layout",
+    "memory",
+    "act_block_h_rank",
+    "math_fidelity",
+    "fp32_acc",
+    "subblock_rank",
+    "act_block_w_div",
+    "in0_block_w",
+)
 
 
-@dataclass
+@dataclass(frozen=True)
 class ScoreTable:
-    """Feasibility and objectives of every point of a space, in `SearchSpace.columns()` order."""
+    """Feasibility and objectives (inf where infeasible) of every point of a space, flat in `AXES` order."""
 
-    params: tuple[Param, ...]
+    axes: tuple[tuple[str, int], ...]  # (parameter, length) of each grid axis longer than 1, outermost first
     feasible: np.ndarray
     latency: np.ndarray
     offchip: np.ndarray
     footprint: np.ndarray
-    coders: tuple[_Coder, ...]
 
-    def lookup(self, columns: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-        """(flat index, known) of each point; ``known`` is False where a value is not a choice."""
-        n = len(next(iter(columns.values())))
-        flat = np.empty(n, dtype=np.int64)
-        for lo in range(0, n, CHUNK):
-            hi = min(n, lo + CHUNK)
-            idx = np.zeros(hi - lo, dtype=np.int64)
-            for p, coder in zip(self.params, self.coders, strict=True):
-                coder.add_to(np.asarray(columns[p.name])[lo:hi], idx)
-            flat[lo:hi] = idx
-        known = flat >= 0
-        return np.where(known, flat, 0), known
+    def index(self, codes: dict[str, np.ndarray]) -> np.ndarray:
+        """Each point's flat index in the grid (``codes[name]``: the position of its choice).
+
+        Horner's scheme over the axes, in place: a multiply and an add per axis, no temporaries.
+        """
+        if not self.axes:  # a one-point grid
+            return np.zeros(len(next(iter(codes.values()))), dtype=np.intp)
+        (name, _), *rest = self.axes
+        flat = np.array(codes[name], dtype=np.intp)
+        for name, n in rest:
+            flat *= n
+            flat += codes[name]
+        return flat
+
+    def score(self, codes: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(feasible, latency s, offchip bytes, footprint bytes) of points given by code."""
+        flat = self.index(codes)
+        return self.feasible[flat], self.latency[flat], self.offchip[flat], self.footprint[flat]
 
 
-#: added to a point's flat index for a value that is not a choice (keeps the sum negative)
-UNKNOWN = -(1 << 50)
+def build_table(shape: TTShape, hw: TensixHardware, space: SearchSpace) -> ScoreTable:
+    """Price every point of `space` at once.
 
-
-class _Coder:
-    """Adds ``choice index x stride`` of a column of one parameter to the points' flat indices.
-
-    Integers and booleans go through a lookup table over their range (with an UNKNOWN sentinel at
-    each end, so `np.take(mode="clip")` sends out-of-range values to it); ASCII strings through
-    per-position lookup tables over the few characters that tell the choices apart, then one exact
-    comparison with the candidate they select. Other columns
-    (object arrays, other string widths) are compared value by value.
+    A space has fewer than a million points (at most 13 layouts x 2 placements x 6 x 3 x 4 x 4 ranks
+    and divisors x 2 x 2 x 2 flags x 4 fidelities x 2 accumulations in `tt_space`), so it always fits.
+    The grid's largest arrays are reused in place for the outputs.
     """
-
-    def __init__(self, choices: tuple[object, ...], stride: int) -> None:
-        self.choices, self.stride = choices, stride
-        self.kind = "generic"
-        if all(isinstance(c, bool) for c in choices):
-            self.kind = "bool"
-            self.lut = np.full(4, UNKNOWN, dtype=np.int64)  # index = value + 1
-            for i, c in enumerate(choices):
-                self.lut[1 if c is False else 2] = i * stride
-        elif all(isinstance(c, int) for c in choices):
-            self.kind = "int"
-            ints = [int(c) for c in choices]  # type: ignore[call-overload]
-            self.lo = min(ints) - 1
-            self.lut = np.full(max(ints) - self.lo + 2, UNKNOWN, dtype=np.int64)
-            for i, c in enumerate(ints):
-                self.lut[c - self.lo] = i * stride
-        elif all(isinstance(c, str) and c.isascii() for c in choices):
-            self._string_plan([str(c) for c in choices])
-
-    def _string_plan(self, choices: list[str]) -> None:
-        plan = _string_plan(tuple(choices))
-        if plan is None:
-            return
-        self.pos, self.pos_luts, keys, radix = plan
-        self.key_lut = np.full(radix + 1, UNKNOWN, dtype=np.int64)
-        self.key_lut[keys] = np.arange(len(choices)) * self.stride
-        self.kind, self.width = "str", max(len(c) for c in choices)
-        self.choice_array = np.array(choices, dtype=f"U{self.width}")
-
-    def add_to(self, col: np.ndarray, idx: np.ndarray) -> None:
-        if self.kind == "bool" and col.dtype == bool:
-            idx += self.lut[1:3][col.view(np.uint8)]
-        elif self.kind == "int" and col.dtype.kind in "iu":
-            idx += np.take(self.lut, col - self.lo, mode="clip")
-        elif self.kind == "str" and col.dtype.kind == "U" and col.dtype.itemsize == 4 * self.width:
-            v = col.view(np.uint32).reshape(col.size, self.width)
-            key = np.take(self.pos_luts[0], v[:, self.pos[0]], mode="clip")
-            for lut, p in zip(self.pos_luts[1:], self.pos[1:], strict=True):
-                key += np.take(lut, v[:, p], mode="clip")
-            code = np.take(self.key_lut, key, mode="clip")
-            # The few distinguishing characters pick a candidate choice; one vectorised comparison with
-            # that candidate makes the match exact, so a value outside the space is never misread.
-            known = code >= 0
-            candidate = self.choice_array[np.where(known, code // self.stride, 0)]
-            idx += np.where(known & (col == candidate), code, UNKNOWN)
-        else:
-            idx += self._generic(col)
-
-    def _generic(self, col: np.ndarray) -> np.ndarray:
-        out = np.full(col.size, UNKNOWN, dtype=np.int64)
-        for i, c in enumerate(self.choices):
-            hit = np.array([type(v) is type(c) and v == c for v in col.tolist()], dtype=bool)
-            out[hit] = i * self.stride
-        return out
-
-
-@cache
-def _string_plan(choices: tuple[str, ...]) -> tuple[list[int], list[np.ndarray], np.ndarray, int] | None:
-    """Up to 3 character positions that tell every choice apart, their lookup tables and each choice's key."""
-    width = max(len(c) for c in choices)
-    mat = np.zeros((len(choices), width), dtype=np.int64)
-    for i, c in enumerate(choices):
-        mat[i, : len(c)] = [ord(ch) for ch in c]
-
-    def distinct(pos: list[int]) -> int:
-        return len({tuple(mat[i, pos]) for i in range(len(choices))})
-
-    pos: list[int] = []
-    while (distinct(pos) < len(choices) or not pos) and len(pos) < 3:
-        pos.append(max(range(width), key=lambda p: distinct([*pos, p])))
-    if distinct(pos) < len(choices):
-        return None
-    # per position: character -> (index among the choices' characters there) x radix; 128 = non-ASCII.
-    # Keys start at 1 so that key_lut[0] (where clipping sends any negative, unknown key) is UNKNOWN.
-    luts: list[np.ndarray] = []
-    radix = 1
-    keys = np.ones(len(choices), dtype=np.int64)
-    for p in pos:
-        chars = sorted(set(mat[:, p].tolist()))
-        first = 1 if not luts else 0
-        lut = np.full(129, UNKNOWN, dtype=np.int64)
-        for j, ch in enumerate(chars):
-            lut[ch] = j * radix + first
-        keys += lut[mat[:, p]] - first
-        luts.append(lut)
-        radix *= len(chars)
-    return pos, luts, keys, radix
-
-
-def build_table(shape: TTShape, hw: TensixHardware, space: SearchSpace) -> ScoreTable | None:
-    """Price every point of `space` at once (None if the space is too large to tabulate)."""
-    params = space.params
-    dims = tuple(len(p.choices) for p in params)
-    if math.prod(dims) > MAX_TABLE:
-        return None
-    names = [p.name for p in params]
+    choices = {p.name: p.choices for p in space.params}
+    if sorted(choices) != sorted(AXES):
+        raise ValueError(f"the table's axes {AXES} are not the space's parameters {tuple(choices)}")
+    if shape.conv is None:
+        # split_reader only divides the im2col reader's time, and a matmul has no reader (tt_eval:
+        # reader_bytes is 0): its table is priced at the first choice, and the parameter is not indexed
+        choices["split_reader"] = choices["split_reader"][:1]
+    grid = [a for a in AXES if len(choices[a]) > 1]  # one-choice parameters get no axis: fewer dimensions
+    dims = tuple(len(choices[a]) for a in grid)
 
     def axis(name: str, values: np.ndarray) -> np.ndarray:
-        shape_ = [1] * len(params)
-        shape_[names.index(name)] = -1
-        return values.reshape(shape_)
+        return values.reshape([-1 if a == name else 1 for a in grid] if name in grid else [1] * len(grid))
 
-    def choice(name: str, dtype: type | None = None) -> np.ndarray:
-        return axis(name, np.asarray(params[names.index(name)].choices, dtype=dtype))
+    def choice(name: str, dtype: type) -> np.ndarray:
+        return axis(name, np.array(choices[name], dtype=dtype))
 
-    layouts = [str(c) for c in params[names.index("layout")].choices]
-    lt = layout_table(shape, hw, layouts)
-    lay = axis("layout", np.arange(len(layouts)))
+    lt = layout_table(shape, hw, [str(c) for c in choices["layout"]])
+    lay = axis("layout", np.arange(len(choices["layout"])))
     fp32 = choice("fp32_acc", bool)
     abh_t, sb_h, sb_w = resolve_ranks(
         lt, hw, lay, choice("act_block_h_rank", np.int64), choice("subblock_rank", np.int64), fp32
     )
-    mem = np.asarray(params[names.index("memory")].choices).astype(str)
-    fid = np.asarray(params[names.index("math_fidelity")].choices).astype(str)
-    cyc, allowed = fidelity_inputs(hw, fid)
+    mem = [str(m) for m in choices["memory"]]
+    cyc, allowed = fidelity_inputs(hw, np.array([str(f) for f in choices["math_fidelity"]]))
     x = {
         "lay": lay,
-        "dram": axis("memory", mem == MEMORIES[1]),
-        "mem_ok": axis("memory", np.isin(mem, MEMORIES)),
+        "dram": axis("memory", np.array([m == MEMORIES[1] for m in mem])),
+        "mem_ok": axis("memory", np.array([m in MEMORIES for m in mem])),
         "abh_rows": (abh_t * shape.tile).astype(np.float64),
         "div": choice("act_block_w_div", np.float64),
         "kb": choice("in0_block_w", np.float64),
@@ -198,19 +129,24 @@ def build_table(shape: TTShape, hw: TensixHardware, space: SearchSpace) -> Score
         "fid_ok": axis("math_fidelity", allowed),
     }
     ev = evaluate(shape, hw, lt, x)
-    feas = np.broadcast_to(ev.feasible, dims).reshape(-1)
-    lat = np.broadcast_to(ev.a["cycles"] / hw.clock_hz, dims).reshape(-1)
-    off = np.broadcast_to(ev.a["dram_bytes"], dims).reshape(-1)
-    foot = np.broadcast_to(ev.a["footprint"], dims).reshape(-1)
-    strides = tuple(int(math.prod(dims[i + 1 :])) for i in range(len(dims)))
+    feas = np.ascontiguousarray(np.broadcast_to(ev.feasible, dims))  # every output in full, C order
+    cycles = ev.a["cycles"]
+    own = cycles.shape == dims and cycles.dtype == np.float64 and cycles.flags.owndata  # ev is ours alone
     return ScoreTable(
-        params=params,
-        feasible=feas.copy(),
-        latency=np.where(feas, lat, np.inf),
-        offchip=np.where(feas, off, np.inf),
-        footprint=np.where(feas, foot, np.inf),
-        coders=tuple(_Coder(p.choices, st) for p, st in zip(params, strides, strict=True)),
+        axes=tuple(zip(grid, dims, strict=True)),
+        feasible=feas.reshape(-1),
+        latency=_masked(np.divide(cycles, hw.clock_hz, out=cycles if own else None), feas),
+        offchip=_masked(ev.a["dram_bytes"], feas),
+        footprint=_masked(ev.a["footprint"], feas),
     )
+
+
+def _masked(a: np.ndarray, feas: np.ndarray) -> np.ndarray:
+    """`a` where `feas`, inf elsewhere, flat in C order (set in place when `a` is a full grid of its own)."""
+    if a.shape == feas.shape and a.dtype == np.float64 and a.flags.c_contiguous and a.flags.owndata:
+        np.putmask(a, ~feas, np.inf)
+        return a.reshape(-1)
+    return np.where(feas, a, np.inf).reshape(-1)
 
 
 def score_general(shape: TTShape, hw: TensixHardware, cols: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
@@ -225,3 +161,28 @@ def score_general(shape: TTShape, hw: TensixHardware, cols: dict[str, np.ndarray
         np.where(feas, ev.a["dram_bytes"], inf),
         np.where(feas, ev.a["footprint"], inf),
     )
+
+
+class TTPrepared:
+    """One problem on one preset, as a target keeps it: GEMM view, space, coder and table, built on first use."""
+
+    def __init__(self, problem: Problem, hw: TensixHardware, supported: bool) -> None:
+        self.problem = problem
+        self.hw = hw
+        self.supported = supported  # False: `supports` gave reasons, and every point is infeasible
+
+    @cached_property
+    def shape(self) -> TTShape:
+        return tt_shape(self.problem, self.hw.tile)
+
+    @cached_property
+    def space(self) -> SearchSpace:
+        return build_space(self.shape, self.hw)
+
+    @cached_property
+    def coder(self) -> SpaceCoder:
+        return SpaceCoder(self.space)
+
+    @cached_property
+    def table(self) -> ScoreTable:
+        return build_table(self.shape, self.hw, self.space)

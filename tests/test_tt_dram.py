@@ -1,4 +1,4 @@
-"""The DRAM-interleaved placement, the fidelity policy and the table scorer of the Tensix targets.
+"""The DRAM-interleaved placement, the fidelity policy and the value-column scorer of the Tensix targets.
 
 tenstorrent-conv2d.md, "Implementation of Convolution Operation on a Single Tensix Core": operands
 live in DRAM as interleaved buffers; a core loads an activation block and the matching weights,
@@ -164,17 +164,20 @@ def test_table_scorer_matches_general_path_and_unknown_values() -> None:
             assert fast.objectives["latency"][i] == mixed.objectives["latency"][i]
 
 
-def test_score_table_never_misreads_a_value_outside_the_space() -> None:
-    """A string with the same width and distinguishing characters as a choice is still unknown."""
-    from costmodels.tt_table import _Coder
-
-    coder = _Coder(("height/64", "height/32", "block/8x8"), stride=1)
-    assert coder.kind == "str"
-    col = np.array(["height/64", "block/8x8", "heXght/64", "blocX/8x8"], dtype="U9")
-    idx = np.zeros(col.size, dtype=np.int64)
-    coder.add_to(col, idx)
-    assert idx[0] == 0 and idx[1] == 2
-    assert idx[2] < 0 and idx[3] < 0
+def test_score_batch_never_misreads_a_layout_outside_the_space() -> None:
+    """A layout string of a choice's width that differs in any one character is priced as what it is."""
+    p = conv2d(batch=2, in_channels=32, out_channels=64, input_height=20, input_width=20, kernel=3, padding=1)
+    cols = T.space(p).columns()
+    sc = T.score_batch(p, cols)
+    i = int(np.flatnonzero(sc.feasible & np.char.startswith(cols["layout"], "height/"))[0])
+    layout = str(cols["layout"][i])
+    fakes = [layout[:j] + "X" + layout[j + 1 :] for j in range(len(layout))]
+    batch = {k: np.repeat(v[i : i + 1], len(fakes) + 1) for k, v in cols.items()}
+    batch["layout"] = np.array([layout, *fakes], dtype=cols["layout"].dtype)  # same width: the fast string path
+    out = T.score_batch(p, batch)
+    assert out.feasible.tolist() == [True] + [False] * len(fakes)  # no layout "heXght/8" etc. exists
+    assert out.objectives["latency"][0] == sc.objectives["latency"][i]
+    assert np.isinf(out.objectives["latency"][1:]).all()
 
 
 def test_weight_on_the_first_input_is_priced_as_the_weight() -> None:

@@ -29,6 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from costmodels.halo import PAD, Chunk, assemble, build_halo
+from costmodels.tt_shape import halo_sticks
 from workload.conv2d import Conv2dParams
 
 EXAMPLE = Conv2dParams(
@@ -141,3 +142,33 @@ def test_assembled_buffers_equal_padded_slices(args: tuple[int, ...], cores: int
         assert starts == [0, *ends[:-1]][: len(starts)]
         assert (ends[-1] if ends else 0) == ch.buffer_sticks
     assert covered == n * p.output_height * p.output_width
+
+
+@settings(max_examples=200, deadline=None)
+@given(conv_params, st.integers(1, 70), st.integers(1, 3))
+def test_cost_model_halo_sizes_equal_the_configuration(args: tuple[int, ...], cores: int, sw: int) -> None:
+    """The cost model's closed form (`tt_shape.halo_sticks`) against the chunks `build_halo` builds."""
+    n, h, w, kh, kw, s, pad, d = args
+    if h + 2 * pad < d * (kh - 1) + 1 or w + 2 * pad < d * (kw - 1) + 1:
+        return
+    p = Conv2dParams(
+        batch=n,
+        in_channels=2,
+        out_channels=1,
+        input_height=h,
+        input_width=w,
+        kernel=(kh, kw),
+        stride=(s, sw),
+        padding=(pad, 0),
+        dilation=(d, 1),
+    )
+    cfg = build_halo(p, cores)
+    assert halo_sticks(p, cores) == (cfg.max_buffer_sticks(), cfg.max_remote_sticks(), cfg.total_remote_sticks())
+
+
+def test_cost_model_halo_sizes_of_the_worked_example() -> None:
+    # the hand computation above: a 28-stick buffer, core 0 receives 7 sticks and core 1 14 (5 + 2 from
+    # core 0, 2 + 5 from core 2), the most of any core
+    cfg = build_halo(EXAMPLE, 3)
+    assert [cfg.remote_sticks(i) for i in range(2)] == [7, 14]
+    assert halo_sticks(EXAMPLE, 3) == (28, 14, cfg.total_remote_sticks())
