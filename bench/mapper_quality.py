@@ -11,7 +11,8 @@ BERT-base (GEMMs) and a Llama-7B decode and prefill layer, with the default budg
   Optuna's RandomSampler), both baselines without the convergence stop; for each the trials (and
   points) it took to come within 1% of the optimum. Random search's expected count, 1 / (share of
   the space within 1%), is printed beside its measured one;
-- the scorer's throughput (points per second of ``score_batch`` in one process);
+- the scorer's throughput: points per second of enumerating every layer's whole space through
+  ``score_codes``, cold (fresh target) and steady, in one process;
 - the issue's goal checks.
 
 Timed searches run one at a time in this process; the baselines (untimed) run over ``--workers``
@@ -31,8 +32,10 @@ from typing import Any
 
 import numpy as np
 
+from bench.scorer_speed import enumerate_once
+from costmodels.choice_codes import SpaceCoder
 from costmodels.protocol import Target
-from mapper.enumerate import ChunkPlan, chunk_columns
+from mapper.enumerate import ChunkPlan
 from mapper.keys import cost_model_version, problem_hash
 from mapper.result import TuneResult
 from mapper.search import tune
@@ -71,9 +74,10 @@ def exhaustive(target: Target, problem: Problem) -> dict[str, Any]:
     """Score the whole space: the optimum and how many points lie within 1% of it."""
     space = target.space(problem)
     plan = ChunkPlan(space, 1 << 16)
+    decode = SpaceCoder(space).decode
     parts = []
     for b0, b1 in plan.bounds():
-        s = target.score_batch(problem, plan.columns(b0, b1))
+        s = target.score_batch(problem, decode(plan.codes(b0, b1)))  # by value: independent of the mapper's codes
         lat = np.asarray(s.objectives["latency"], dtype=np.float64)
         parts.append(np.where(np.asarray(s.feasible, dtype=bool), lat, np.inf))
     lat = np.concatenate(parts)
@@ -174,21 +178,21 @@ def timed_layer(target: Target, problem: Problem) -> dict[str, Any]:
     }
 
 
-def scorer_rate(target: Target, problems: list[Problem], points: int = 1 << 18) -> float:
-    """Median over `problems` of points/s of `score_batch` on prebuilt 64K-point chunks (best of 3)."""
-    rates = []
+def scorer_rates(preset: str, problems: list[Problem]) -> tuple[float, float]:
+    """(cold, steady) points/s of enumerating every layer's whole space the mapper's way, over all layers.
+
+    Cold: a fresh target per layer, per-problem preparation included (`bench.scorer_speed.enumerate_once`);
+    steady: the same target again. Each is total points / total seconds, so large spaces weigh by size.
+    """
+    from costmodels.registry import get_target
+
+    points = cold = steady = 0.0
     for p in problems:
-        space = target.space(p)
-        n = min(points, space.size)
-        chunks = [chunk_columns(space, lo, min(n, lo + (1 << 16))) for lo in range(0, n, 1 << 16)]
-        best = 0.0
-        for _ in range(3):
-            t0 = time.perf_counter()
-            for c in chunks:
-                target.score_batch(p, c)
-            best = max(best, n / (time.perf_counter() - t0))
-        rates.append(best)
-    return statistics.median(rates)
+        target = get_target(preset)
+        n, c = enumerate_once(target, p)
+        points, cold = points + n, cold + c
+        steady += min(enumerate_once(target, p)[1] for _ in range(2))
+    return points / cold, points / steady
 
 
 def _ratio(rows: list[dict[str, Any]], base: str, points: bool = False) -> tuple[float, bool] | None:
@@ -245,7 +249,7 @@ def run_target(preset: str, layers: list[tuple[str, Problem, int]], workers: int
             row["validation"] = row["compare"].pop("validation")
     print_rows(rows)
     summary = summarize(rows)
-    summary["scorer_rate"] = scorer_rate(target, [p for _, p, _ in usable][:: max(1, len(usable) // 4)][:4])
+    summary["scorer_rate"], summary["scorer_steady"] = scorer_rates(preset, [p for _, p, _ in usable])
     return {"rows": rows, "summary": summary}
 
 
@@ -329,7 +333,8 @@ def goal_lines(preset: str, s: dict[str, Any]) -> list[tuple[str, bool | None, s
          f"({s['resnet50_layers'][0]} layers, {s['resnet50_layers'][1]} distinct, one process)"),
         ("trials to 1%: random / mapper >= 2 (median layer)", None if r is None else r[0] >= 2,
          "-" if r is None else f"{r[0]:.1f}x" + ("" if r[1] else " (bound: a search did not reach 1%)")),
-        ("scorer >= 10 M points/s/core", s["scorer_rate"] >= 1e7, f"{s['scorer_rate'] / 1e6:.2f} M/s"),
+        ("scorer >= 10 M points/s/core (cold enumeration)", s["scorer_rate"] >= 1e7,
+         f"{s['scorer_rate'] / 1e6:.2f} M/s cold, {s['scorer_steady'] / 1e6:.2f} M/s steady"),
         ("every answer passes the executor's validation", s["validation_failed"] == 0,
          f"{s['validation_failed']} of {s['layers']} failed or could not run"),
     ]  # fmt: skip
@@ -339,14 +344,14 @@ def print_goals(report: dict[str, Any]) -> None:
     print("\n## goal checks")
     if len(report) > 1:
         every = [row for rep in report.values() for row in rep["rows"]]
-        rates = sorted(rep["summary"]["scorer_rate"] for rep in report.values())
-        overall = {**summarize(every), "scorer_rate": rates[len(rates) // 2]}
+        slowest = min((rep["summary"] for rep in report.values()), key=lambda x: x["scorer_rate"])
+        overall = {**summarize(every), "scorer_rate": slowest["scorer_rate"], "scorer_steady": slowest["scorer_steady"]}
         overall["resnet50_layers"] = next(iter(report.values()))["summary"]["resnet50_layers"]
         overall["resnet50_seconds"] = max(rep["summary"]["resnet50_seconds"] for rep in report.values())
         overall["resnet50_seconds_with_validation"] = max(
             rep["summary"]["resnet50_seconds_with_validation"] for rep in report.values()
         )
-        report = {"ALL TARGETS (ResNet-50: slowest target; scorer: median target)": {"summary": overall}, **report}
+        report = {"ALL TARGETS (ResNet-50 and scorer: slowest target)": {"summary": overall}, **report}
     for preset, rep in report.items():
         print(f"{preset}:")
         for goal, ok, measured in goal_lines(preset, rep["summary"]):

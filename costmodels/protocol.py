@@ -3,8 +3,10 @@
 A target is a hardware preset of one family. It states the mapping choices for a problem
 (`space`), turns a point of that space into a `Mapping` loop nest (`mapping`), lists the
 constraints a mapping violates with reasons a user understands (`check`), and prices a feasible
-mapping (`cost`). `score_batch` prices many points at once with numpy: it must agree with
-`check` and `cost` (the conformance suite compares them) and is what the mapper enumerates with.
+mapping (`cost`). `score_codes` prices many points at once with numpy, each point given as the
+index of its choice for every parameter (code columns, `costmodels.choice_codes`): it is what the
+mapper enumerates and searches with. `score_batch` is the same for points given by value. Both
+must agree with `check` and `cost` (the conformance suite compares them).
 """
 
 from __future__ import annotations
@@ -161,7 +163,12 @@ class Target(Protocol):
         ...
 
     def score_batch(self, problem: Problem, columns: dict[str, np.ndarray]) -> BatchScore:
-        """Price many points of `space(problem)` at once (agrees with check/cost)."""
+        """Price many points of `space(problem)`, given by value, at once (agrees with check/cost)."""
+        ...
+
+    def score_codes(self, problem: Problem, codes: dict[str, np.ndarray]) -> BatchScore:
+        """Price many points of `space(problem)` given as choice indices (``codes[name][i]`` is the
+        position of point i's value in that parameter's choices); equal to `score_batch` on the values."""
         ...
 
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:

@@ -1,11 +1,12 @@
 """Exact enumeration of a search space with the target's vectorised scorer.
 
 A `SearchSpace` is a finite product of choices; its points are numbered in C order (last
-parameter fastest), the order of `SearchSpace.columns()`. This module builds the columns of
-any slice of that numbering without materialising the whole space (`ChunkPlan` builds
-block-aligned chunks with a few memory copies, so column building stays well ahead of the
-scorer), scores them in chunks with `Target.score_batch`, and keeps the best point (or the
-Pareto front of several objectives). Nothing here calls Optuna: enumeration is plain numpy.
+parameter fastest), the order of `SearchSpace.columns()`. This module builds the code columns
+(each point's choice index per parameter, `costmodels.choice_codes`) of any slice of that
+numbering without materialising the whole space (`ChunkPlan` builds block-aligned chunks with a
+few memory copies, so building stays well ahead of the scorer), scores them in chunks with
+`Target.score_codes`, and keeps the best point (or the Pareto front of several objectives).
+Nothing here calls Optuna: enumeration is plain numpy.
 """
 
 from __future__ import annotations
@@ -20,47 +21,35 @@ from costmodels.protocol import BatchScore, Choice, Param, SearchSpace, Target
 from workload.problem import Problem
 
 
-def choice_array(param: Param) -> np.ndarray:
-    """The choices of a parameter as a numpy array, typed exactly as `SearchSpace.columns()` types them."""
-    mixed = len({type(c) for c in param.choices}) > 1
-    return np.asarray(param.choices, dtype=object if mixed else None)
+def code_array(param: Param) -> np.ndarray:
+    """The codes of a parameter's choices: ``0 .. len(choices) - 1``."""
+    return np.arange(len(param.choices), dtype=np.intp)
 
 
-def chunk_columns(space: SearchSpace, start: int, stop: int) -> dict[str, np.ndarray]:
-    """Columns of points ``start..stop-1`` of the space (C order, as `SearchSpace.columns()`)."""
+def chunk_codes(space: SearchSpace, start: int, stop: int) -> dict[str, np.ndarray]:
+    """Code columns of points ``start..stop-1`` of the space (C order, as `SearchSpace.columns()`)."""
     shape = tuple(len(p.choices) for p in space.params)
-    flat = np.arange(start, stop, dtype=np.int64)
+    flat = np.arange(start, stop, dtype=np.intp)
     digits = np.unravel_index(flat, shape) if shape else ()
-    return {p.name: choice_array(p)[d] for p, d in zip(space.params, digits, strict=True)}
+    return {p.name: d.astype(np.intp, copy=False) for p, d in zip(space.params, digits, strict=True)}
 
 
-def subspace_columns(space: SearchSpace, fixed: dict[str, Choice], inner: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """Every combination of the `inner` parameters, with the others held at `fixed`."""
+def subspace_codes(space: SearchSpace, fixed: dict[str, int], inner: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Code columns of every combination of the `inner` parameters, the others held at the codes `fixed`."""
     inner_params = [p for p in space.params if p.name in inner]
     shape = tuple(len(p.choices) for p in inner_params)
     n = math.prod(shape)
-    digits = np.unravel_index(np.arange(n, dtype=np.int64), shape) if shape else ()
-    out: dict[str, np.ndarray] = {}
+    digits = np.unravel_index(np.arange(n, dtype=np.intp), shape) if shape else ()
     by_name = dict(zip((p.name for p in inner_params), digits, strict=True))
-    for p in space.params:
-        arr = choice_array(p)
-        if p.name in by_name:
-            out[p.name] = arr[by_name[p.name]]
-        else:
-            idx = p.choices.index(fixed[p.name])
-            out[p.name] = np.repeat(arr[idx : idx + 1], n)
-    return out
+    return {
+        p.name: by_name[p.name].astype(np.intp, copy=False) if p.name in by_name else np.full(n, fixed[p.name], np.intp)
+        for p in space.params
+    }
 
 
-def point_at(columns: dict[str, np.ndarray], i: int) -> dict[str, Choice]:
-    """Row `i` of a set of columns as a point (plain Python scalars)."""
-    return {k: _plain(v[i]) for k, v in columns.items()}
-
-
-def _plain(x: object) -> Choice:
-    if isinstance(x, np.generic):
-        return x.item()
-    return x  # type: ignore[return-value]
+def point_at(space: SearchSpace, codes: dict[str, np.ndarray], i: int) -> dict[str, Choice]:
+    """Row `i` of code columns as a point of values (plain Python scalars)."""
+    return {p.name: p.choices[int(codes[p.name][i])] for p in space.params}
 
 
 def pareto_mask(values: np.ndarray) -> np.ndarray:
@@ -93,9 +82,11 @@ class ChunkPlan:
 
     The space is split at a parameter so the trailing parameters span `block` points (at most
     `block_limit`, by default `chunk`); a chunk is a run of whole blocks (``chunk // block`` of
-    them). Within a chunk the trailing columns are one precomputed pattern tiled and the leading
-    columns are a few values repeated, so building a chunk costs a few memory copies instead of a
-    division and a gather per point and parameter.
+    them). Within a chunk the trailing code columns are one precomputed pattern tiled and the
+    leading columns are a few codes repeated (a leading parameter that keeps one choice over the
+    chunk is a read-only broadcast of it), so building a chunk costs a few memory copies at most
+    instead of a division and a gather per point and parameter. Scorers must not write into code
+    columns.
     """
 
     def __init__(self, space: SearchSpace, chunk: int, block_limit: int | None = None) -> None:
@@ -109,9 +100,9 @@ class ChunkPlan:
         self.block = math.prod(self.shape[k:])
         self.blocks = math.prod(self.shape[:k])
         self.per_chunk = max(1, chunk // self.block)
-        self._arrays = [choice_array(p) for p in space.params]
+        self._arrays = [code_array(p) for p in space.params]
         trailing = SearchSpace(params=space.params[k:])
-        self._pattern = chunk_columns(trailing, 0, self.block) if k < len(self.shape) else {}
+        self._pattern = chunk_codes(trailing, 0, self.block) if k < len(self.shape) else {}
         self._tiled: dict[str, np.ndarray] = {}
 
     def blocks_for(self, points: int) -> int:
@@ -123,13 +114,16 @@ class ChunkPlan:
         step = self.per_chunk
         return [(b, min(b + step, self.blocks)) for b in range(first_block, self.blocks, step)]
 
-    def columns(self, b0: int, b1: int) -> dict[str, np.ndarray]:
-        """Columns of blocks ``b0..b1-1``, i.e. points ``b0 * block .. b1 * block - 1``."""
+    def codes(self, b0: int, b1: int) -> dict[str, np.ndarray]:
+        """Code columns of blocks ``b0..b1-1``, i.e. points ``b0 * block .. b1 * block - 1``."""
         n = (b1 - b0) * self.block
         out: dict[str, np.ndarray] = {}
         lead = np.unravel_index(np.arange(b0, b1, dtype=np.int64), self.shape[: self.split]) if self.split else ()
         for p, arr, digits in zip(self.space.params, self._arrays, lead, strict=False):
-            out[p.name] = np.repeat(arr[digits], self.block)
+            if (digits == digits[0]).all():  # one choice over the whole chunk: a read-only broadcast, no copy
+                out[p.name] = np.broadcast_to(arr[digits[0]], (n,))
+            else:
+                out[p.name] = np.repeat(arr[digits], self.block)
         reps = b1 - b0
         for name, col in self._pattern.items():
             tiled = self._tiled.get(name)
@@ -156,8 +150,8 @@ class Enumeration:
     trace_points: list[int] = field(default_factory=list)  # points scored after each chunk
     candidates: list[tuple[dict[str, Choice], tuple[float, ...]]] = field(default_factory=list)
 
-    def absorb(self, cols: dict[str, np.ndarray], score: BatchScore) -> None:
-        """Fold one scored chunk into the running best (ties keep the earlier point)."""
+    def absorb(self, space: SearchSpace, codes: dict[str, np.ndarray], score: BatchScore) -> None:
+        """Fold one scored chunk of code columns into the running best (ties keep the earlier point)."""
         feas = np.asarray(score.feasible, dtype=bool)
         self.scored += feas.size
         self.feasible += int(feas.sum())
@@ -167,11 +161,11 @@ class Enumeration:
             if len(self.objectives) == 1:
                 i = int(np.argmin(vals[:, 0]))
                 if self.best_values is None or vals[i, 0] < self.best_values[0]:
-                    self.best, self.best_values = point_at(cols, i), (float(vals[i, 0]),)
+                    self.best, self.best_values = point_at(space, codes, i), (float(vals[i, 0]),)
             else:
                 mask = pareto_mask(vals)
                 for j in np.flatnonzero(mask):
-                    self.candidates.append((point_at(cols, int(j)), tuple(map(float, vals[j]))))
+                    self.candidates.append((point_at(space, codes, int(j)), tuple(map(float, vals[j]))))
         self.trace.append(self.best_values[0] if self.best_values and len(self.objectives) == 1 else None)
         self.trace_points.append(self.scored)
 
@@ -209,8 +203,8 @@ def enumerate_space(
     for b0, b1 in plan.bounds(first_block):
         if deadline is not None and out.scored > 0 and time.perf_counter() > deadline:
             break
-        cols = plan.columns(b0, b1)
-        out.absorb(cols, target.score_batch(problem, cols))
+        codes = plan.codes(b0, b1)
+        out.absorb(space, codes, target.score_codes(problem, codes))
     else:
         out.complete = True
     out.seconds += time.perf_counter() - t0

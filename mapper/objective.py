@@ -1,7 +1,7 @@
 """The Optuna objective: one trial = one structural choice, its sub-space scored with numpy.
 
 Optuna suggests the structural parameters; every combination of the inner parameters is then
-scored at once with `Target.score_batch` and the trial reports the best of them. A sub-space
+scored at once with `Target.score_codes` (as choice indices) and the trial reports the best of them. A sub-space
 with no feasible point makes the trial infeasible: the constraints its first point violates
 (from `Target.check`, which explains what is wrong) are set with ``trial.set_constraint`` and
 listed in the trial's user attributes, so the study's history says what was ruled out and why.
@@ -19,7 +19,7 @@ import numpy as np
 import optuna
 
 from costmodels.protocol import Choice, SearchSpace, Target
-from mapper.enumerate import choice_array, point_at, subspace_columns
+from mapper.enumerate import point_at, subspace_codes
 from mapper.strategies import CONSTRAINT_PREFIX, Encoding
 from workload.problem import Problem
 
@@ -59,7 +59,6 @@ class Evaluator:
     duplicates: int = 0
     infeasible: int = 0
     _pattern: dict[str, np.ndarray] | None = None
-    _arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __call__(self, trial: optuna.Trial) -> float | tuple[float, ...]:
         fixed = self.encoding.suggest(trial)
@@ -92,11 +91,10 @@ class Evaluator:
         self.trace.append(None if self.best_values is None else self.best_values[0])
         self.trace_points.append(self.scored)
 
-    def _columns(self, fixed: dict[str, Choice]) -> dict[str, np.ndarray]:
-        """The sub-space of a structural choice: the inner pattern (built once) beside constant columns."""
+    def _codes(self, fixed: dict[str, Choice]) -> dict[str, np.ndarray]:
+        """The sub-space of a structural choice as code columns: the inner pattern (built once) beside constants."""
         if self._pattern is None:
-            first = {p.name: p.choices[0] for p in self.space.params}
-            cols = subspace_columns(self.space, first, self.inner)
+            cols = subspace_codes(self.space, {p.name: 0 for p in self.space.params}, self.inner)
             self._pattern = {k: v for k, v in cols.items() if k in self.inner}
             for v in self._pattern.values():
                 v.flags.writeable = False  # shared by every trial: a scorer must not write into it
@@ -105,21 +103,17 @@ class Evaluator:
         for p in self.space.params:
             col = self._pattern.get(p.name)
             if col is None:
-                arr = self._arrays.get(p.name)
-                if arr is None:
-                    arr = self._arrays[p.name] = choice_array(p)
-                i = p.choices.index(fixed[p.name])
-                col = np.repeat(arr[i : i + 1], n)
+                col = np.broadcast_to(np.intp(p.choices.index(fixed[p.name])), (n,))  # read-only, no copy
             out[p.name] = col
         return out
 
     def _score(self, fixed: dict[str, Choice]) -> Outcome:
-        cols = self._columns(fixed)
-        score = self.target.score_batch(self.problem, cols)
+        codes = self._codes(fixed)
+        score = self.target.score_codes(self.problem, codes)
         feas = np.asarray(score.feasible, dtype=bool)
         self.scored += feas.size
         if not feas.any():
-            first = point_at(cols, 0)
+            first = point_at(self.space, codes, 0)
             found = self.target.check(self.problem, self.target.mapping(self.problem, first))
             pairs = tuple((v.code, v.message) for v in found) or (("infeasible", "the scorer rejected every point"),)
             return Outcome(None, None, pairs)
@@ -129,7 +123,7 @@ class Evaluator:
         values = tuple(float(x) for x in vals[i])
         if not all(math.isfinite(x) for x in values):
             return Outcome(None, None, (("non-finite", "the model returned a non-finite cost"),))
-        return Outcome(point_at(cols, i), values)
+        return Outcome(point_at(self.space, codes, i), values)
 
     @property
     def structural_exhausted(self) -> bool:

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 
 from costmodels.protocol import SearchSpace, Target
-from mapper.enumerate import ChunkPlan, Enumeration, chunk_columns
+from mapper.enumerate import ChunkPlan, Enumeration, chunk_codes
 from mapper.settings import SearchSettings
 from workload.problem import Problem
 
@@ -54,15 +54,15 @@ def probe(problem: Problem, target: Target, space: SearchSpace, settings: Search
     """Score the first `probe_points` points (and one point alone, twice) to measure the scorer on this problem."""
     plan = ChunkPlan(space, settings.chunk, block_limit=settings.probe_points)
     state = Enumeration(objectives=settings.objectives)
-    one = chunk_columns(space, 0, 1)
+    one = chunk_codes(space, 0, 1)
     t0 = time.perf_counter()
-    target.score_batch(problem, one)  # the first call may build per-problem tables: not the steady overhead
+    target.score_codes(problem, one)  # the first call may build per-problem tables: not the steady overhead
     t1 = time.perf_counter()
-    target.score_batch(problem, one)
+    target.score_codes(problem, one)
     t2 = time.perf_counter()
     blocks = min(plan.blocks_for(settings.probe_points), plan.blocks)
-    cols = plan.columns(0, blocks)
-    state.absorb(cols, target.score_batch(problem, cols))
+    codes = plan.codes(0, blocks)
+    state.absorb(space, codes, target.score_codes(problem, codes))
     t3 = time.perf_counter()
     overhead = min(t1 - t0, t2 - t1)
     n = blocks * plan.block

@@ -22,7 +22,7 @@ from typing import Any
 import optuna
 
 from costmodels.protocol import Choice, SearchSpace, Target
-from mapper.enumerate import chunk_columns, enumerate_space, point_at
+from mapper.enumerate import enumerate_space
 from mapper.keys import cache_key, cost_model_version, problem_hash
 from mapper.objective import Evaluator
 from mapper.planning import DEFAULT_INNER, Probe, resolve_strategy
@@ -97,7 +97,7 @@ def run_enumeration(
 
 def _sample_violations(problem: Problem, target: Target, space: SearchSpace) -> tuple[ViolationCount, ...]:
     """Why an all-infeasible space is infeasible: the violations of its first point."""
-    first = point_at(chunk_columns(space, 0, 1), 0)
+    first = {p.name: p.choices[0] for p in space.params}
     found = target.check(problem, target.mapping(problem, first))
     return tuple(ViolationCount(code=v.code, count=space.size, message=v.message) for v in found)
 

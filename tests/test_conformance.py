@@ -4,7 +4,8 @@ For each preset and a set of representative problems (small enough to enumerate)
 - the space is finite and non-empty, and every point maps to a loop nest that covers the
   iteration space exactly once (costmodels.ir.coverage_errors);
 - costs are finite and non-negative, and never below the target's roofline lower bound;
-- `score_batch` agrees with `check` and `cost` point by point (feasibility and latency);
+- `score_batch` agrees with `check` and `cost` point by point (feasibility and latency), and
+  `score_codes` (the mapper's path: choice indices) agrees with `score_batch` on every objective;
 - the best mapping validates in the executor against the numpy reference;
 - an infeasible point's violations carry a code and a message that says what to do.
 """
@@ -127,6 +128,56 @@ def test_score_batch_agrees_with_check_and_cost(target: Target, pname: str) -> N
             assert lat[i] == pytest.approx(target.cost(problem, mapping).seconds, rel=1e-9)
         else:
             assert math.isinf(lat[i])
+
+
+@pytest.mark.parametrize("pname", list(PROBLEMS))
+def test_score_codes_equals_score_batch(target: Target, pname: str) -> None:
+    """The mapper's code columns score exactly as the value columns, in any order and any chunk."""
+    from costmodels.choice_codes import SpaceCoder
+
+    problem = PROBLEMS[pname]
+    if not _supported(target, problem):
+        pytest.skip(f"{target.name} does not support {pname}")
+    space = target.space(problem)
+    coder = SpaceCoder(space)
+    rng = np.random.default_rng(2)
+    order = rng.permutation(space.size)[:200_000]
+    digits = np.unravel_index(order, tuple(len(p.choices) for p in space.params))
+    codes = {p.name: d.astype(np.intp) for p, d in zip(space.params, digits, strict=True)}
+    by_codes = target.score_codes(problem, codes)
+    by_values = target.score_batch(problem, coder.decode(codes))
+    assert np.array_equal(np.asarray(by_codes.feasible, bool), np.asarray(by_values.feasible, bool))
+    assert np.asarray(by_codes.feasible, bool).any(), f"no feasible point for {pname} on {target.name}"
+    for name in target.objectives:
+        if name in by_values.objectives:
+            assert np.array_equal(by_codes.objectives[name], by_values.objectives[name]), name
+    part = target.score_codes(problem, {k: v[17:29] for k, v in codes.items()})  # a small chunk alone
+    assert np.array_equal(part.objectives["latency"], np.asarray(by_values.objectives["latency"])[17:29])
+
+
+def test_infeasible_points_are_found_and_explained(target: Target) -> None:
+    """Every preset rules some points out on these problems, and says why for each one it rules out.
+
+    The infeasible points are found with the scorer over the whole space (the sampled points of the
+    tests above may all be feasible), then a spread of them is checked one by one.
+    """
+    from costmodels.choice_codes import SpaceCoder
+
+    rules: set[str] = set()
+    for problem in PROBLEMS.values():
+        if not _supported(target, problem):
+            continue
+        space = target.space(problem)
+        codes = {k: v.astype(np.intp) for k, v in SpaceCoder(space).encode(space.columns())[0].items()}
+        bad = np.flatnonzero(~np.asarray(target.score_codes(problem, codes).feasible, dtype=bool))
+        for i in bad[:: max(1, bad.size // 25)][:25]:
+            point = {p.name: p.choices[int(codes[p.name][i])] for p in space.params}
+            violations = target.check(problem, target.mapping(problem, point))
+            assert violations, f"the scorer rules out {point} but check finds nothing wrong"
+            for v in violations:
+                assert v.code and len(v.message) > 20, v
+                rules.add(v.code)
+    assert rules, f"no constraint of {target.name} trips on any conformance problem: its messages go untested"
 
 
 @pytest.mark.parametrize("pname", list(PROBLEMS))

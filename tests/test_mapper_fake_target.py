@@ -4,7 +4,9 @@
 256 KiB buffer. Its numbers come from nowhere: they only need to make some points infeasible
 (buffer capacity, K-tile limit), give the stationary-operand choice a real effect, and agree
 between the scalar (`check`/`cost`) and vectorised (`score_batch`) paths, which share one
-numpy formula. The tests at the bottom hold the double to the same contract as real targets.
+numpy formula; `score_codes` decodes the choice indices and calls `score_batch`, so subclasses that
+override `score_batch` see every batch the mapper scores. The tests at the bottom hold the
+double to the same contract as real targets.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
+from costmodels.choice_codes import SpaceCoder
 from costmodels.ir import Level, Loop, Mapping, coverage_errors
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Param, SearchSpace, Violation
 from workload import dtypes
@@ -157,6 +160,9 @@ class FakeMatmulTarget:
                 "footprint": f["footprint"] * inf,
             },
         )
+
+    def score_codes(self, problem: Problem, codes: dict[str, np.ndarray]) -> BatchScore:
+        return self.score_batch(problem, SpaceCoder(self.space(problem)).decode(codes))
 
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
         sp = {p.name: p.choices for p in self.space(problem).params}

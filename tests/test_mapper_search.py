@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 from test_mapper_fake_target import FakeMatmulTarget, matmul
 
+from costmodels.choice_codes import SpaceCoder
 from costmodels.protocol import BatchScore
-from mapper.enumerate import ChunkPlan, chunk_columns, enumerate_space, pareto_mask
+from mapper.enumerate import ChunkPlan, chunk_codes, enumerate_space, pareto_mask, subspace_codes
 from mapper.result import TuneResult
 from mapper.search import tune
 from mapper.settings import SearchSettings
@@ -90,7 +91,7 @@ def test_chunked_enumeration_matches_one_batch() -> None:
     assert chunked.best == whole.best and chunked.best_values == whole.best_values
     steps = np.diff([0, *chunked.trace_points])
     assert chunked.trace_points[-1] == space.size and len(steps) > space.size // 37 and steps.max() <= 37
-    cols, part = space.columns(), chunk_columns(space, 40, 77)
+    cols, part = space.columns(), SpaceCoder(space).decode(chunk_codes(space, 40, 77))
     assert all(np.array_equal(cols[k][40:77], part[k]) for k in cols)
 
 
@@ -98,10 +99,22 @@ def test_chunked_enumeration_matches_one_batch() -> None:
 def test_chunk_plan_rebuilds_the_columns_in_order(chunk: int, block_limit: int | None) -> None:
     space = FakeMatmulTarget().space(P)
     plan = ChunkPlan(space, chunk, block_limit)
-    parts = [plan.columns(b0, b1) for b0, b1 in plan.bounds()]
+    decode = SpaceCoder(space).decode
+    parts = [decode(plan.codes(b0, b1)) for b0, b1 in plan.bounds()]
     whole = space.columns()
     assert all(np.array_equal(np.concatenate([c[k] for c in parts]), whole[k]) for k in whole)
     assert all(len(c["tm"]) <= max(chunk, plan.block) for c in parts)
+
+
+def test_subspace_codes_hold_the_fixed_choices_and_vary_the_inner_ones() -> None:
+    space = FakeMatmulTarget().space(P)
+    sizes = {p.name: len(p.choices) for p in space.params}
+    fixed = {name: size - 1 for name, size in sizes.items()}
+    codes = subspace_codes(space, fixed, ("tn", "tk"))
+    assert len(codes["tm"]) == sizes["tn"] * sizes["tk"]
+    assert set(codes["tm"].tolist()) == {fixed["tm"]} and set(codes["stationary"].tolist()) == {fixed["stationary"]}
+    pairs = set(zip(codes["tn"].tolist(), codes["tk"].tolist(), strict=True))
+    assert len(pairs) == sizes["tn"] * sizes["tk"]  # every inner combination once
 
 
 def test_tpe_with_subspaces_exhausts_structure_and_proves_optimum() -> None:
