@@ -26,6 +26,27 @@ def code_array(param: Param) -> np.ndarray:
     return np.arange(len(param.choices), dtype=np.intp)
 
 
+def product_codes(shape: tuple[int, ...]) -> list[np.ndarray]:
+    """Code columns of every point of a product of `shape` choices, C order (last fastest).
+
+    Each column is written in one broadcast pass (no division per point); a parameter with a
+    single choice is a read-only broadcast of 0.
+    """
+    n = math.prod(shape)
+    out: list[np.ndarray] = []
+    outer = 1
+    for size in shape:
+        inner = n // (outer * size)
+        if size == 1:
+            out.append(np.broadcast_to(np.intp(0), (n,)))
+        else:
+            col = np.empty((outer, size, inner), dtype=np.intp)
+            col[...] = np.arange(size, dtype=np.intp)[None, :, None]
+            out.append(col.reshape(-1))
+        outer *= size
+    return out
+
+
 def chunk_codes(space: SearchSpace, start: int, stop: int) -> dict[str, np.ndarray]:
     """Code columns of points ``start..stop-1`` of the space (C order, as `SearchSpace.columns()`)."""
     shape = tuple(len(p.choices) for p in space.params)
@@ -101,8 +122,10 @@ class ChunkPlan:
         self.blocks = math.prod(self.shape[:k])
         self.per_chunk = max(1, chunk // self.block)
         self._arrays = [code_array(p) for p in space.params]
-        trailing = SearchSpace(params=space.params[k:])
-        self._pattern = chunk_codes(trailing, 0, self.block) if k < len(self.shape) else {}
+        names = [p.name for p in space.params[k:]]
+        self._pattern = dict(zip(names, product_codes(self.shape[k:]), strict=True)) if names else {}
+        for col in self._pattern.values():
+            col.flags.writeable = False  # shared by every chunk: a scorer must not write into it
         self._tiled: dict[str, np.ndarray] = {}
 
     def blocks_for(self, points: int) -> int:
@@ -123,9 +146,16 @@ class ChunkPlan:
             if (digits == digits[0]).all():  # one choice over the whole chunk: a read-only broadcast, no copy
                 out[p.name] = np.broadcast_to(arr[digits[0]], (n,))
             else:
-                out[p.name] = np.repeat(arr[digits], self.block)
+                col = out[p.name] = np.repeat(arr[digits], self.block)
+                col.flags.writeable = False  # like the shared columns: a scorer must not write into any
         reps = b1 - b0
         for name, col in self._pattern.items():
+            if col.strides == (0,):  # a single choice
+                out[name] = np.broadcast_to(col[:1], (n,))
+                continue
+            if reps == 1:
+                out[name] = col
+                continue
             tiled = self._tiled.get(name)
             if tiled is None or tiled.size < n:
                 tiled = self._tiled[name] = np.tile(col, reps)

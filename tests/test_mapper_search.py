@@ -15,7 +15,7 @@ from test_mapper_fake_target import FakeMatmulTarget, matmul
 
 from costmodels.choice_codes import SpaceCoder
 from costmodels.protocol import BatchScore
-from mapper.enumerate import ChunkPlan, chunk_codes, enumerate_space, pareto_mask, subspace_codes
+from mapper.enumerate import ChunkPlan, chunk_codes, enumerate_space, pareto_mask, product_codes, subspace_codes
 from mapper.result import TuneResult
 from mapper.search import tune
 from mapper.settings import SearchSettings
@@ -104,6 +104,24 @@ def test_chunk_plan_rebuilds_the_columns_in_order(chunk: int, block_limit: int |
     whole = space.columns()
     assert all(np.array_equal(np.concatenate([c[k] for c in parts]), whole[k]) for k in whole)
     assert all(len(c["tm"]) <= max(chunk, plan.block) for c in parts)
+
+
+@pytest.mark.parametrize("shape", [(3, 1, 4, 2), (1,), (5, 7), (2, 1, 1)])
+def test_product_codes_number_every_point_in_c_order(shape: tuple[int, ...]) -> None:
+    cols = product_codes(shape)
+    expected = np.unravel_index(np.arange(math.prod(shape)), shape)
+    assert all(np.array_equal(c, e) for c, e in zip(cols, expected, strict=True))
+    assert all(not c.flags.writeable for c, size in zip(cols, shape, strict=True) if size == 1)
+
+
+def test_chunk_codes_are_read_only_for_the_scorer() -> None:
+    space = FakeMatmulTarget().space(P)
+    plan = ChunkPlan(space, 64, block_limit=8)  # chunks of several blocks: repeated, tiled and constant columns
+    assert plan.per_chunk > 1
+    for b0, b1 in plan.bounds()[:3]:
+        for col in plan.codes(b0, b1).values():
+            with pytest.raises(ValueError, match="read-only"):
+                col[0] = 1
 
 
 def test_subspace_codes_hold_the_fixed_choices_and_vary_the_inner_ones() -> None:
