@@ -12,7 +12,7 @@ columns) or ``width/C`` (C cores splitting channels).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import lru_cache
 
 import numpy as np
 
@@ -143,7 +143,7 @@ def layout_stats(shape: TTShape, hw: TensixHardware, layout: str) -> LayoutStats
     return _layout_stats(shape, hw.grid_x, hw.grid_y, layout)
 
 
-@cache
+@lru_cache(maxsize=4096)  # bounded: a long-running service sees many shapes
 def _layout_stats(shape: TTShape, grid_x: int, grid_y: int, layout: str) -> LayoutStats:
     cores = grid_x * grid_y
     parsed = parse_layout(layout)
