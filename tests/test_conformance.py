@@ -58,6 +58,14 @@ def _supported(target: Target, problem: Problem) -> bool:
     return not target.supports(problem)
 
 
+def _problem_or_skip(target: Target, pname: str) -> Problem:
+    """The named conformance problem; the test skips, visibly, where the target does not support it."""
+    problem = PROBLEMS[pname]
+    if not _supported(target, problem):
+        pytest.skip(f"{target.name} does not support {pname} (reasons checked in test_unsupported_problem_reasons)")
+    return problem
+
+
 @pytest.fixture(scope="module", params=PRESETS)
 def target(request: pytest.FixtureRequest) -> Target:
     return get_target(request.param)
@@ -78,9 +86,7 @@ def test_target_satisfies_protocol(target: Target) -> None:
 
 @pytest.mark.parametrize("pname", list(PROBLEMS))
 def test_points_cover_space_and_cost_above_bound(target: Target, pname: str) -> None:
-    problem = PROBLEMS[pname]
-    if not _supported(target, problem):
-        pytest.skip(f"{target.name} does not support {pname} (reasons checked in test_unsupported_problem_reasons)")
+    problem = _problem_or_skip(target, pname)
     space = target.space(problem)
     assert space.size >= 1
     bound = target.lower_bound(problem)
@@ -108,9 +114,7 @@ def test_points_cover_space_and_cost_above_bound(target: Target, pname: str) -> 
 
 @pytest.mark.parametrize("pname", list(PROBLEMS))
 def test_score_batch_agrees_with_check_and_cost(target: Target, pname: str) -> None:
-    problem = PROBLEMS[pname]
-    if not _supported(target, problem):
-        pytest.skip(f"{target.name} does not support {pname}")
+    problem = _problem_or_skip(target, pname)
     space = target.space(problem)
     rng = np.random.default_rng(1)
     points = _points(space, rng)[:150]
@@ -135,9 +139,7 @@ def test_score_codes_equals_score_batch(target: Target, pname: str) -> None:
     """The mapper's code columns score exactly as the value columns, in any order and any chunk."""
     from costmodels.choice_codes import SpaceCoder
 
-    problem = PROBLEMS[pname]
-    if not _supported(target, problem):
-        pytest.skip(f"{target.name} does not support {pname}")
+    problem = _problem_or_skip(target, pname)
     space = target.space(problem)
     coder = SpaceCoder(space)
     rng = np.random.default_rng(2)

@@ -109,23 +109,24 @@ conv_params = st.builds(
 )
 
 
+def _conv(
+    args: tuple[int, ...], stride: tuple[int, int], padding: tuple[int, int], dilation: tuple[int, int]
+) -> Conv2dParams | None:
+    """A 2-in, 1-out channel conv of the drawn sizes, or None when its window does not fit the padded input."""
+    n, h, w, kh, kw = args[:5]
+    if h + 2 * padding[0] < dilation[0] * (kh - 1) + 1 or w + 2 * padding[1] < dilation[1] * (kw - 1) + 1:
+        return None
+    return Conv2dParams(batch=n, in_channels=2, out_channels=1, input_height=h, input_width=w, kernel=(kh, kw),
+                        stride=stride, padding=padding, dilation=dilation)  # fmt: skip
+
+
 @settings(max_examples=60, deadline=None)
 @given(conv_params, st.integers(1, 6), st.integers(0, 2**31 - 1))
 def test_assembled_buffers_equal_padded_slices(args: tuple[int, ...], cores: int, seed: int) -> None:
-    n, h, w, kh, kw, s, pad, d = args
-    if h + 2 * pad < d * (kh - 1) + 1 or w + 2 * pad < d * (kw - 1) + 1:
+    n, h, w, _, _, s, pad, d = args
+    p = _conv(args, (s, s), (pad, pad), (d, d))
+    if p is None:
         return
-    p = Conv2dParams(
-        batch=n,
-        in_channels=2,
-        out_channels=1,
-        input_height=h,
-        input_width=w,
-        kernel=(kh, kw),
-        stride=(s, s),
-        padding=(pad, pad),
-        dilation=(d, d),
-    )
     x = np.random.default_rng(seed).standard_normal((n, h, w, 2))
     flat = x.reshape(-1, 2)
     cfg = build_halo(p, cores)
@@ -148,20 +149,10 @@ def test_assembled_buffers_equal_padded_slices(args: tuple[int, ...], cores: int
 @given(conv_params, st.integers(1, 70), st.integers(1, 3))
 def test_cost_model_halo_sizes_equal_the_configuration(args: tuple[int, ...], cores: int, sw: int) -> None:
     """The cost model's closed form (`tt_shape.halo_sticks`) against the chunks `build_halo` builds."""
-    n, h, w, kh, kw, s, pad, d = args
-    if h + 2 * pad < d * (kh - 1) + 1 or w + 2 * pad < d * (kw - 1) + 1:
+    _, _, _, _, _, s, pad, d = args
+    p = _conv(args, (s, sw), (pad, 0), (d, 1))
+    if p is None:
         return
-    p = Conv2dParams(
-        batch=n,
-        in_channels=2,
-        out_channels=1,
-        input_height=h,
-        input_width=w,
-        kernel=(kh, kw),
-        stride=(s, sw),
-        padding=(pad, 0),
-        dilation=(d, 1),
-    )
     cfg = build_halo(p, cores)
     assert halo_sticks(p, cores) == (cfg.max_buffer_sticks(), cfg.max_remote_sticks(), cfg.total_remote_sticks())
 
