@@ -68,7 +68,7 @@ def package_result(
     if found.point is not None:
         mapping = target.mapping(problem, found.point)
         errs = target.check(problem, mapping)
-        if errs:  # score_batch and check disagree: a model bug the conformance suite should catch
+        if errs:  # score_codes and check disagree: a model bug the conformance suite should catch
             notes.append("the scorer accepted a mapping check() rejects: " + "; ".join(v.message for v in errs))
         cost = target.cost(problem, mapping)
         values = {o: float(cost.objective(o)) for o in settings.objectives}
