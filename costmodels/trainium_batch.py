@@ -1,11 +1,12 @@
 """Trainium `score_codes`: each point's number in the priced grid, then a look-up of its three objectives.
 
-The whole space of a problem is priced once (costmodels.trainium_grid, the same `evaluate` as
+The whole space of a problem is priced once (costmodels.trainium_grid, with the formulas of
 `check`/`cost`) and kept per problem by the target. The grid's axes are in its own order
 (`trainium_grid.LAYOUT`), so a point's number is the sum of its code for each parameter times that
 parameter's stride in the grid (parameters with one choice add nothing); the three objectives are
 gathered at those numbers, and a point is feasible where its latency is finite (the grid holds
-``inf`` for infeasible points).
+``inf`` for infeasible points). `score_batch` reaches the same gather through
+`choice_codes.score_values`, which encodes value columns to codes first.
 """
 
 from __future__ import annotations

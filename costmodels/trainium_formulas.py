@@ -1,8 +1,12 @@
 """Cost and feasibility formulas of the Trainium tensor engine, written once over numpy arrays.
 
-Both paths use these functions: `check`/`cost` on one mapping (arrays of length 1, read from its
-loops) and `score_batch` on many points (arrays read from the space columns), so they cannot
-drift. Sources of the rules (hardware-facts.md §2.2 is the recipe):
+Both paths use these functions, so they cannot drift: `check`/`cost` call `evaluate` on one
+mapping (arrays of length 1, read from its loops); the priced grid behind `score_codes` /
+`score_batch` (costmodels.trainium_grid) calls its parts on slabs of the space's grid, computing
+only what the objectives and feasibility need: `traffic` once per slab, then `accumulation` and
+the `capacity_violations` for each accumulator choice, with ``acc_psum`` one 0-d bool (`select`
+then takes a branch without an elementwise pass). `evaluate` adds what only reports show
+(``sbuf_bytes``, ``psum_bytes``). Sources of the rules (hardware-facts.md §2.2 is the recipe):
 
 - instruction cost: ``max(min(64, N_stationary), N_moving)`` tensor-engine cycles for
   fp8/bf16/fp16/tf32 and 4x for fp32 (nki-nc_matmul.txt, "Estimated instruction cost");
@@ -21,6 +25,7 @@ drift. Sources of the rules (hardware-facts.md §2.2 is the recipe):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,7 +58,7 @@ class Quantities:
     ``t*`` are instruction tile sizes, ``b*`` the tiles of one SBUF block per role and ``h*`` the
     block-loop trips (level ``hbm``) per role. ``fetch_stat`` / ``fetch_mov`` are the block fetches
     of each input (`fetches`) and ``live_out`` the output blocks open at once (`live_output_blocks`).
-    One mapping gives arrays of length 1; `score_batch` gives arrays shaped over the grid of the
+    One mapping gives arrays of length 1; the priced grid gives arrays shaped over a slab of the
     space's choices (each quantity varying only along the parameters it depends on).
     """
 
@@ -101,6 +106,122 @@ def live_output_blocks(trips: F, roles: F) -> F:
     return np.prod(np.where(inside & np.isin(roles, (B, S, M)), trips, 1), axis=1)
 
 
+def select(cond: F, a: F | float, b: F | float) -> F | float:
+    """``np.where(cond, a, b)``; `a` or `b` itself when `cond` is one bool for every point (0-d: no copy)."""
+    if np.ndim(cond) == 0:
+        return a if cond else b
+    return np.where(cond, a, b)
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """What a point costs whatever its accumulator: instructions, HBM traffic, DMA, open blocks.
+
+    ``busy`` is the steady stage before eviction, ``max(tensor engine, steady DMA)``; ``inputs_pp``
+    the double-buffered input blocks per SBUF partition and ``live_elems`` the elements per
+    partition of the open output blocks (``live * tm``).
+    """
+
+    n_out: F
+    n_inst: F
+    ii: F
+    te: F
+    hbm_chip: F
+    hbm_core: F
+    dma: F
+    prologue: F
+    busy: F
+    live: F
+    inputs_pp: F
+    live_elems: F
+
+
+def traffic(hw: TrainiumHardware, c: ProblemConsts, q: Quantities) -> Traffic:
+    """The accumulator-independent part of `evaluate` (see the module docstring for the sources)."""
+    hs, hm, hk, hb = q.hs, q.hm, q.hk, q.hb
+    n_out = (q.bs * hs) * (q.bm * hm) * (q.bb * hb)  # output tiles per core
+    n_inst = n_out * (q.bk * hk)
+    # nki-nc_matmul.txt, Estimated instruction cost
+    ii = np.maximum(np.minimum(hw.matmul_floor_cycles, q.ts), q.tm) * (hw.fp32_cost_factor if c.fp32 else 1.0)
+    te = n_inst * ii
+    es, em, ek = q.ts * q.bs, q.tm * q.bm, q.tk * q.bk  # block extents (elements)
+    stat_blk = es * ek * q.bb * c.s_stat
+    mov_blk = em * ek * q.bb * c.s_mov
+    core_stat = q.fetch_stat * stat_blk
+    core_mov = q.fetch_mov * mov_blk
+    core_out = es * hs * em * hm * q.bb * hb * c.s_out
+    # every input is read whole at least once (strided im2col reads are not cheaper than the tensor)
+    hbm_chip = (
+        np.maximum(core_stat * q.cores, c.real_stat_bytes)
+        + np.maximum(core_mov * q.cores, c.real_mov_bytes)
+        + core_out * q.cores
+    )
+    hbm_core = core_stat + core_mov + core_out
+    f = hw.te_clock_hz
+    dma = np.maximum(hbm_core / hw.core_dma_bytes_per_s, hbm_chip / hw.hbm_bytes_per_s) * f
+    prologue = (stat_blk + mov_blk) / hw.core_dma_bytes_per_s * f
+    busy = np.maximum(te, np.maximum(dma - prologue, 0.0))
+    live = q.bs * q.bm * q.bb * q.live_out
+    kslots = np.ceil(q.tk / hw.pe_rows)
+    inputs_pp = 2 * q.bk * kslots * q.bb * (es * c.s_stat + em * c.s_mov)
+    return Traffic(n_out, n_inst, ii, te, hbm_chip, hbm_core, dma, prologue, busy, live, inputs_pp, live * q.tm)
+
+
+@dataclass(frozen=True)
+class Accumulation:
+    """The numbers the accumulator choice changes (cycles in tensor-engine cycles)."""
+
+    evict: F
+    cycles: F
+    sbuf_pp: F
+    psum_banks: F
+    footprint: F
+
+
+def accumulation(hw: TrainiumHardware, c: ProblemConsts, q: Quantities, t: Traffic) -> Accumulation:
+    """The rest of `evaluate` given its `traffic` (``q.acc_psum`` may be one 0-d bool for every point)."""
+    psum = q.acc_psum.astype(bool)
+    ve = hw.te_clock_hz / hw.ve_clock_hz  # tensor-engine cycles per vector-engine cycle
+    copy = q.tm + hw.access_overhead_cycles
+    add = 2 * q.tm + hw.access_overhead_cycles
+    evict = select(psum, t.n_out * copy, t.n_out * (copy + (q.hk - 1) * add)) * ve
+    # the first blocks' DMA (the fill) cannot overlap anything; the final drain is ignored, as in the recipe
+    cycles = t.prologue + np.maximum(t.busy, evict)
+    acc_bytes = select(psum, c.s_out, np.where(q.hk > 1, 4.0, c.s_out))
+    sbuf_pp = t.inputs_pp + t.live_elems * acc_bytes
+    banks_per_acc = np.ceil(q.tm * 4 / hw.psum_bank_bytes)
+    psum_banks = select(psum, t.live, 2.0) * banks_per_acc
+    footprint = sbuf_pp * hw.sbuf_partitions + psum_banks * hw.psum_bank_bytes * hw.sbuf_partitions
+    return Accumulation(np.asarray(evict), cycles, sbuf_pp, psum_banks, footprint)
+
+
+def tile_violations(hw: TrainiumHardware, c: ProblemConsts, q: Quantities) -> dict[str, F]:
+    """Masks of the constraints the accumulator choice does not change (instruction limits, cores)."""
+    return {
+        "unsupported": np.full(np.shape(q.ts), not c.supported),
+        "stationary-free": q.ts > hw.pe_cols,
+        "moving-free": q.tm > hw.moving_free_max,
+        "contraction": q.tk > hw.max_contraction(c.double_row),
+        "psum-bank": q.tm * 4 > hw.psum_bank_bytes,
+        "cores": q.cores > hw.cores_per_chip,
+        "k-sharding": q.chip_k > 1,
+        "batch-in-instruction": q.tb > 1,
+    }
+
+
+def capacity_violations(hw: TrainiumHardware, a: Accumulation) -> dict[str, F]:
+    """Masks of the PSUM and SBUF capacities."""
+    return {"psum-capacity": a.psum_banks > hw.psum_banks, "sbuf-capacity": a.sbuf_pp > hw.sbuf_partition_bytes}
+
+
+def any_violated(masks: Iterable[F]) -> F | bool:
+    """Points that violate some mask (small masks or'ed first: cheap broadcasts)."""
+    bad: F | bool = False
+    for mask in sorted(masks, key=np.size):
+        bad = bad | mask
+    return bad
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """Every derived array of a batch of points (cycles in tensor-engine cycles)."""
@@ -124,75 +245,23 @@ class Evaluation:
 
 
 def evaluate(hw: TrainiumHardware, c: ProblemConsts, q: Quantities) -> Evaluation:
-    """Price and check every point of `q` (see the module docstring for the sources).
+    """Price and check every point of `q`: `traffic`, `accumulation` and both kinds of violations.
 
     Elementwise only, so the arrays of `q` may have any shapes that broadcast together.
     """
-    hs, hm, hk, hb = q.hs, q.hm, q.hk, q.hb
-    n_out = (q.bs * hs) * (q.bm * hm) * (q.bb * hb)  # output tiles per core
-    n_inst = n_out * (q.bk * hk)
-    # nki-nc_matmul.txt, Estimated instruction cost
-    ii = np.maximum(np.minimum(hw.matmul_floor_cycles, q.ts), q.tm) * (hw.fp32_cost_factor if c.fp32 else 1.0)
-    te = n_inst * ii
-    es, em, ek = q.ts * q.bs, q.tm * q.bm, q.tk * q.bk  # block extents (elements)
-    stat_blk = es * ek * q.bb * c.s_stat
-    mov_blk = em * ek * q.bb * c.s_mov
-    core_stat = q.fetch_stat * stat_blk
-    core_mov = q.fetch_mov * mov_blk
-    core_out = es * hs * em * hm * q.bb * hb * c.s_out
-    # every input is read whole at least once (strided im2col reads are not cheaper than the tensor)
-    hbm_chip = (
-        np.maximum(core_stat * q.cores, c.real_stat_bytes)
-        + np.maximum(core_mov * q.cores, c.real_mov_bytes)
-        + core_out * q.cores
-    )
-    hbm_core = core_stat + core_mov + core_out
-    f = hw.te_clock_hz
-    dma = np.maximum(hbm_core / hw.core_dma_bytes_per_s, hbm_chip / hw.hbm_bytes_per_s) * f
-    prologue = (stat_blk + mov_blk) / hw.core_dma_bytes_per_s * f
-    ve = f / hw.ve_clock_hz  # tensor-engine cycles per vector-engine cycle
-    copy = q.tm + hw.access_overhead_cycles
-    add = 2 * q.tm + hw.access_overhead_cycles
+    t = traffic(hw, c, q)
+    a = accumulation(hw, c, q, t)
     psum = q.acc_psum.astype(bool)
-    evict = np.where(psum, n_out * copy, n_out * (copy + (hk - 1) * add)) * ve
-    live = q.bs * q.bm * q.bb * q.live_out
-    # the first blocks' DMA cannot overlap anything; the final drain is ignored, as in the recipe
-    fill = prologue
-    cycles = fill + np.maximum(np.maximum(te, np.maximum(dma - prologue, 0.0)), evict)
-    kslots = np.ceil(q.tk / hw.pe_rows)
-    acc_bytes = np.where(~psum & (hk > 1), 4.0, c.s_out)
-    sbuf_pp = 2 * q.bk * kslots * q.bb * (es * c.s_stat + em * c.s_mov) + live * q.tm * acc_bytes
-    banks_per_acc = np.ceil(q.tm * 4 / hw.psum_bank_bytes)
-    psum_banks = np.where(psum, live, 2) * banks_per_acc
-    footprint = (sbuf_pp * hw.sbuf_partitions + psum_banks * hw.psum_bank_bytes * hw.sbuf_partitions) * 1.0
-    sbuf_bytes = (n_inst * q.tk * (q.ts * c.s_stat + q.tm * c.s_mov) + n_out * q.ts * q.tm * 4) * q.cores + hbm_chip
-    n_evict = np.where(psum, n_out, n_out * hk)
-    psum_bytes = (n_inst + n_evict) * q.ts * q.tm * 4.0 * q.cores
-    violated = {
-        "unsupported": np.full(np.shape(q.ts), not c.supported),
-        "stationary-free": q.ts > hw.pe_cols,
-        "moving-free": q.tm > hw.moving_free_max,
-        "contraction": q.tk > hw.max_contraction(c.double_row),
-        "psum-bank": q.tm * 4 > hw.psum_bank_bytes,
-        "psum-capacity": psum_banks > hw.psum_banks,
-        "sbuf-capacity": sbuf_pp > hw.sbuf_partition_bytes,
-        "cores": q.cores > hw.cores_per_chip,
-        "k-sharding": q.chip_k > 1,
-        "batch-in-instruction": q.tb > 1,
-    }
+    sbuf_bytes = (
+        t.n_inst * q.tk * (q.ts * c.s_stat + q.tm * c.s_mov) + t.n_out * q.ts * q.tm * 4
+    ) * q.cores + t.hbm_chip
+    n_evict = np.where(psum, t.n_out, t.n_out * q.hk)
+    psum_bytes = (t.n_inst + n_evict) * q.ts * q.tm * 4.0 * q.cores
+    violated = {**tile_violations(hw, c, q), **capacity_violations(hw, a)}
     return Evaluation(
-        n_inst, ii, te, dma, evict, fill, cycles, hbm_chip, hbm_core, sbuf_pp, psum_banks, live, footprint,
-        sbuf_bytes, psum_bytes, violated,
+        t.n_inst, t.ii, t.te, t.dma, a.evict, t.prologue, a.cycles, t.hbm_chip, t.hbm_core, a.sbuf_pp, a.psum_banks,
+        t.live, a.footprint, sbuf_bytes, psum_bytes, violated,
     )  # fmt: skip
-
-
-def feasible(ev: Evaluation) -> F:
-    """Points that violate no constraint (shaped like the broadcast of every mask and ``cycles``)."""
-    shape = np.broadcast_shapes(np.shape(ev.cycles), *(np.shape(m) for m in ev.violated.values()))
-    bad: F | bool = False
-    for mask in sorted(ev.violated.values(), key=np.size):  # small masks first: cheap broadcasts
-        bad = bad | mask
-    return np.broadcast_to(~np.asarray(bad), shape)
 
 
 def lower_bound_cycles(hw: TrainiumHardware, c: ProblemConsts, min_bytes: float) -> tuple[float, float]:

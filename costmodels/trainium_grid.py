@@ -4,14 +4,17 @@ A point of the space is a choice per parameter, and every formula input depends 
 parameters only: a role's split on (stationary, its tile cap, its block cap, the cores it gets);
 the block fetches and open accumulators on the loop order and on which roles have more than one
 block. So each input is built as an array that varies along its own parameters only (size 1
-elsewhere), and `evaluate` (the one formula implementation, elementwise) broadcasts them over the
-grid. The grid is walked in slabs of a few ten thousand points to stay in cache.
+elsewhere), and the formulas of costmodels.trainium_formulas (elementwise, the ones `evaluate`
+runs for `check`/`cost`) broadcast them over the grid: `traffic` once per slab, `accumulation`
+and the capacity checks once per accumulator choice. Slabs have up to `SLAB` points (a few ten
+thousand) to stay in cache.
 
-The grid's axes are in `LAYOUT` order, not the space's: with the cores and shard outermost (the
-slabs) and the loop order and accumulator between the roles' parameters, numpy's broadcasts run
-over longer inner loops (the fastest of the axis orders measured). Where one core is used every
-shard choice gives the same nest, so those slabs are copied rather than priced again. Scorers
-number a point by its codes in this order (costmodels.trainium_batch).
+The grid's axes are in `LAYOUT` order, not the space's: the cores and accumulator outermost (the
+slabs), then the shard and the loop order among the roles' parameters, so numpy's broadcasts run
+over long inner loops (the fastest of the axis orders measured). Where one core is used every
+shard choice gives the same nest, so those points are priced for one shard and broadcast (or
+copied, when slabs are split by shard). Scorers number a point by its codes in this order
+(costmodels.trainium_batch).
 
 The role splits come from `split_role` (as in `build_mapping`), and the order effects from
 `fetches` / `live_output_blocks` (as in `mapping_quantities`) evaluated on the 48 cases of
@@ -23,25 +26,34 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 
 import numpy as np
 
 from costmodels.protocol import SearchSpace
-from costmodels.trainium_formulas import ProblemConsts, Quantities, evaluate, feasible, fetches, live_output_blocks
+from costmodels.trainium_formulas import (
+    ProblemConsts,
+    Quantities,
+    accumulation,
+    any_violated,
+    capacity_violations,
+    fetches,
+    live_output_blocks,
+    tile_violations,
+    traffic,
+)
 from costmodels.trainium_hw import TrainiumHardware
 from costmodels.trainium_nest import ROLE_CODE, B, K, M, Roles, RoleSplit, S, roles_of, split_role
 from workload.problem import Problem
 
-SLAB = 1 << 16  # points per evaluate() call when pricing the grid
+SLAB = 1 << 15  # most points per slab when pricing the grid
 #: axes of the priced grid, outermost first (every parameter of `build_space`)
-LAYOUT: tuple[str, ...] = ("stationary", "cores", "shard", "tile_stat", "block_stat", "order", "acc", "tile_k",
+LAYOUT: tuple[str, ...] = ("stationary", "cores", "acc", "shard", "tile_stat", "block_stat", "order", "tile_k",
                            "block_k", "tile_mov", "block_mov")  # fmt: skip
 _TILE = {"s": "tile_stat", "m": "tile_mov", "k": "tile_k"}
 _BLOCK = {"s": "block_stat", "m": "block_mov", "k": "block_k"}
 _PRIME = {B: 2, S: 3, M: 5, K: 7}
-_EFFECTS = ("m_in_stat", "s_in_mov", "s_live", "m_live")
 
 
 @dataclass(frozen=True)
@@ -107,9 +119,9 @@ def grid_inputs(problem: Problem, space: SearchSpace, roles: Roles) -> dict[str,
 
     The arrays have one axis per entry of ``LAYOUT[1:]`` (the parameters after ``stationary``), of
     size 1 along the parameters they do not depend on. Keys: ``<role>.<level>`` for the product of
-    a role's factors at a level (roles b, s, m, k; levels tile, sbuf, hbm, chip), ``flags`` (4, 2, 1
-    for s, m, k having several blocks, summed), ``order8`` (8 x the order choice number) and
-    ``acc_psum``.
+    a role's factors at a level (roles b, s, m, k; levels tile, sbuf, hbm, chip), ``sk`` / ``mk``
+    (2 if s / m has several blocks, plus 1 if k has) and ``order4`` (4 x the order choice number):
+    summed, the flat indices of `effect_tables`. None depends on ``acc`` (size 1 along it).
     """
     names = LAYOUT[1:]
     ch = {p.name: p.choices for p in space.params}
@@ -137,21 +149,41 @@ def grid_inputs(problem: Problem, space: SearchSpace, roles: Roles) -> dict[str,
                 out[f"b.{f}"] = _placed(g[0, :, :, 0], cdims, nd)
             else:
                 out[f"{role}.{f}"] = _placed(g, (dim[_TILE[role]], *cdims, dim[_BLOCK[role]]), nd)
-    out["flags"] = (out["s.hbm"] > 1) * 4 + ((out["m.hbm"] > 1) * 2 + (out["k.hbm"] > 1))
-    out["order8"] = _placed(np.arange(len(ch["order"])) * 8, (dim["order"],), nd)
-    out["acc_psum"] = _placed(np.asarray([a == "psum" for a in ch["acc"]]), (dim["acc"],), nd)
+    many = {r: (out[f"{r}.hbm"] > 1).astype(np.intp) for r in "smk"}
+    out["sk"] = many["s"] * 2 + many["k"]
+    out["mk"] = many["m"] * 2 + many["k"]
+    out["order4"] = _placed(np.arange(len(ch["order"])) * 4, (dim["order"],), nd)
     return out
 
 
-def slab_quantities(g: dict[str, np.ndarray], eff: dict[str, np.ndarray]) -> Quantities:
-    """Formula inputs from grid arrays `g` (`grid_inputs`, possibly sliced) and the `order_effects` tables.
+@cache
+def effect_tables(orders: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The `order_effects` tables read with the multiplied role's own flag set, flat by (order, 2 flags).
+
+    ``m_in_stat`` and ``m_live`` by (order, s has blocks, k has blocks), ``s_in_mov`` and ``s_live``
+    by (order, m has blocks, k has blocks). A role with one block has trips 1, so whether its trips
+    enter a product does not change it: reading the case where they may enter gives the same
+    products and index arrays over two roles' parameters instead of three.
+    """
+    eff = order_effects(orders)
+    out = {
+        "m_in_stat": eff["m_in_stat"][:, :, 1, :],
+        "m_live": eff["m_live"][:, :, 1, :],
+        "s_in_mov": eff["s_in_mov"][:, 1, :, :],
+        "s_live": eff["s_live"][:, 1, :, :],
+    }
+    return {k: np.ascontiguousarray(v).reshape(-1) for k, v in out.items()}
+
+
+def slab_quantities(g: dict[str, np.ndarray], eff: dict[str, np.ndarray], acc_psum: np.ndarray) -> Quantities:
+    """Formula inputs from grid arrays `g` (`grid_inputs`, possibly sliced), `effect_tables` and `acc_psum`.
 
     The fetches and open blocks are products of block counts (integers, exact in float64 in any order):
     the trips of a role enter them where its effect flag is set, else 1.
     """
     hs, hm, hk, hb = g["s.hbm"], g["m.hbm"], g["k.hbm"], g["b.hbm"]
-    case = g["order8"] + g["flags"]  # flat index of order_effects tables
-    m_in_stat, s_in_mov, s_live, m_live = (np.take(eff[k].reshape(-1), case) for k in _EFFECTS)
+    sk = g["order4"] + g["sk"]  # flat indices of the effect tables
+    mk = g["order4"] + g["mk"]
     stat = hb * hs * hk
     mov = hb * hm * hk
     return Quantities(
@@ -167,28 +199,19 @@ def slab_quantities(g: dict[str, np.ndarray], eff: dict[str, np.ndarray]) -> Qua
         hm=hm,
         hk=hk,
         hb=hb,
-        fetch_stat=np.where(m_in_stat, stat * hm, stat),
-        fetch_mov=np.where(s_in_mov, mov * hs, mov),
-        live_out=np.where(s_live, hs, 1.0) * np.where(m_live, hm, 1.0),
+        fetch_stat=np.where(np.take(eff["m_in_stat"], sk), stat * hm, stat),
+        fetch_mov=np.where(np.take(eff["s_in_mov"], mk), mov * hs, mov),
+        live_out=np.where(np.take(eff["s_live"], mk), hs, 1.0) * np.where(np.take(eff["m_live"], sk), hm, 1.0),
         cores=g["b.chip"] * g["s.chip"] * g["m.chip"] * g["k.chip"],
         chip_k=g["k.chip"],
-        acc_psum=g["acc_psum"],
+        acc_psum=acc_psum,
     )
 
 
-def _slab(arr: np.ndarray, lead: tuple[int, ...]) -> np.ndarray:
-    """`arr` at the leading grid indices `lead` (axes of size 1 broadcast)."""
-    return arr[tuple(i if arr.shape[d] > 1 else 0 for d, i in enumerate(lead))]
-
-
-def _same_nest(one_core: int, lead: tuple[int, ...]) -> tuple[int, ...] | None:
-    """The earlier slab with the same nests as the slab at `lead` (one core: every shard alike), or None.
-
-    `lead` starts with the cores and shard choice numbers when it has two entries or more.
-    """
-    if len(lead) >= 2 and lead[0] == one_core and lead[1] > 0:
-        return (lead[0], 0, *lead[2:])
-    return None
+def _slab(arr: np.ndarray, lead: tuple[int, ...], one_shard: bool) -> np.ndarray:
+    """`arr` at the leading grid indices `lead` (axes of size 1 broadcast), the next axis cut to 1 if `one_shard`."""
+    out = arr[tuple(i if arr.shape[d] > 1 else 0 for d, i in enumerate(lead))]
+    return out[:1] if one_shard else out
 
 
 def price_grid(
@@ -197,35 +220,49 @@ def price_grid(
     space: SearchSpace,
     consts: Callable[[Roles], ProblemConsts],
 ) -> PricedGrid:
-    """(latency s, off-chip bytes, footprint bytes) of every point of `space`, over the `LAYOUT` axes."""
+    """(latency s, off-chip bytes, footprint bytes) of every point of `space`, over the `LAYOUT` axes.
+
+    A slab is one (stationary, cores, acc) choice, split further along the next axes (shard first)
+    while it has more than `SLAB` points. `traffic` does not depend on acc, so both acc slabs share
+    it. With one core every shard choice gives the same nests: those slabs are priced for the first
+    shard and broadcast, or copied when the shard is a slab's own choice.
+    """
     ch = {p.name: p.choices for p in space.params}
     if sorted(ch) != sorted(LAYOUT):
         raise ValueError(f"the grid prices the parameters {LAYOUT}, not {tuple(ch)}")
     shape = tuple(len(ch[n]) for n in LAYOUT)
     tables = tuple(np.empty(shape) for _ in range(3))
-    inner = shape[1:]
-    n_lead = 0
-    while n_lead < len(inner) and math.prod(inner[n_lead:]) > SLAB:
-        n_lead += 1
-    eff = order_effects(tuple(str(o) for o in ch["order"]))
+    inner = shape[3:]  # shard and the axes after it
+    n_deep = 0
+    while n_deep < len(inner) and math.prod(inner[n_deep:]) > SLAB:
+        n_deep += 1
+    eff = effect_tables(tuple(str(o) for o in ch["order"]))
     one_core = ch["cores"].index(1)
+    psums = [np.asarray(a == "psum") for a in ch["acc"]]
+    every_acc = slice(None)
     for si, st in enumerate(ch["stationary"]):
         roles = roles_of(problem, str(st))
         g = grid_inputs(problem, space, roles)
         c = consts(roles)
-        for lead in itertools.product(*(range(n) for n in inner[:n_lead])):
-            at = (si, *lead)
-            same = _same_nest(one_core, lead)
-            if same is not None:
+        for ci, *deep in itertools.product(range(shape[1]), *(range(n) for n in inner[:n_deep])):
+            if ci == one_core and deep and deep[0] > 0:  # one core, a slab of another shard: a copy
+                dst: tuple[int | slice, ...] = (si, ci, every_acc, *deep)
+                src: tuple[int | slice, ...] = (si, ci, every_acc, 0, *deep[1:])
                 for t in tables:
-                    t[at] = t[(si, *same)]
+                    t[dst] = t[src]
                 continue
-            ev = evaluate(hw, c, slab_quantities({k: _slab(v, lead) for k, v in g.items()}, eff))
-            pen = np.where(feasible(ev), 0.0, np.inf)  # x + 0.0 == x exactly; x + inf == inf
-            lat, off, foot = (t[at] for t in tables)
-            np.divide(ev.cycles, hw.te_clock_hz, out=lat)
-            np.add(lat, pen, out=lat)
-            np.add(ev.hbm_chip, pen, out=off)
-            np.add(ev.footprint, pen, out=foot)
+            one_shard = ci == one_core and not deep
+            q = slab_quantities({k: _slab(v, (ci, 0, *deep), one_shard) for k, v in g.items()}, eff, psums[0])
+            tr = traffic(hw, c, q)
+            fixed = any_violated(tile_violations(hw, c, q).values())
+            for ai, psum in enumerate(psums):
+                acc = accumulation(hw, c, replace(q, acc_psum=psum), tr)
+                bad = fixed | any_violated(capacity_violations(hw, acc).values())
+                pen = np.where(bad, np.inf, 0.0)  # x + 0.0 == x exactly; x + inf == inf
+                lat, off, foot = (t[(si, ci, ai, *deep)] for t in tables)
+                np.divide(acc.cycles, hw.te_clock_hz, out=lat)
+                np.add(lat, pen, out=lat)
+                np.add(tr.hbm_chip, pen, out=off)
+                np.add(acc.footprint, pen, out=foot)
     lat, off, foot = (t.reshape(-1) for t in tables)
     return PricedGrid(axes=LAYOUT, shape=shape, latency=lat, offchip=off, footprint=foot)

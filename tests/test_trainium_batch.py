@@ -3,7 +3,9 @@
 Guards the refactor: `score_batch` over whole spaces equals `check`/`cost` point by point on all
 three objectives (every point of the small spaces, a sample of the larger ones); `score_codes`
 equals `score_batch` in any order and chunk; the grid priced in one-point slabs (with the one-core
-slabs copied) equals the grid priced whole; column dtypes other than the ones
+slabs copied) equals the grid priced in its default slabs (the one-core slab broadcast over the
+shard choices); the effect tables the grid reads agree with the order effects wherever the
+multiplied role has blocks; column dtypes other than the ones
 `SearchSpace.columns()` makes score the same; values outside the space are rejected naming the
 parameter; the pruned space keeps every distinct loop nest of the unpruned product of choices.
 """
@@ -23,7 +25,7 @@ from costmodels.protocol import BatchScore, Choice, Param, SearchSpace
 from costmodels.registry import get_target
 from costmodels.trainium import TrainiumTarget
 from costmodels.trainium_batch import GridScorer
-from costmodels.trainium_grid import PricedGrid, order_effects
+from costmodels.trainium_grid import PricedGrid, effect_tables, order_effects
 from costmodels.trainium_nest import roles_of
 from costmodels.trainium_space import ORDERS, core_choices, distinct_orders
 from workload.conv2d import conv2d
@@ -112,27 +114,37 @@ def test_score_codes_equals_score_batch_in_any_order_and_chunk(name: str) -> Non
 
 
 def test_slabs_and_copied_one_core_slabs_price_like_the_whole_grid(monkeypatch: pytest.MonkeyPatch) -> None:
-    # 2304 points, cores (1, 2, 4, 8) and two shard roles: priced in one slab per stationary by default
+    # 2304 points, cores (1, 2, 4, 8) and two shard roles: by default one slab per (stationary, cores,
+    # acc), the one-core slab priced for one shard and broadcast to the other
     p = einsum("vmk,vnk->vmn", {"v": 8, "m": 64, "n": 48, "k": 96}, dtype="bf16", weight=1)
     space = target("trn2").space(p)
     ch = {q.name: q.choices for q in space.params}
     assert ch["cores"][0] == 1 and len(ch["shard"]) > 1 and space.size <= trainium_grid.SLAB
     codes = _codes(space)
+    calls: dict[str, int] = {"traffic": 0, "accumulation": 0}
+
+    def counting(name: str) -> object:
+        real = getattr(trainium_grid, name)
+
+        def counted(*args: object) -> object:
+            calls[name] += 1
+            return real(*args)
+
+        return counted
+
+    for name in calls:
+        monkeypatch.setattr(trainium_grid, name, counting(name))
     whole = target("trn2").score_codes(p, codes)
-    calls = []
-    real = trainium_grid.evaluate
-
-    def counted(*args: object) -> object:
-        calls.append(1)
-        return real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(trainium_grid, "SLAB", 1)  # one point per slab: every (cores, shard) slab apart
-    monkeypatch.setattr(trainium_grid, "evaluate", counted)
+    n_st, n_cores, n_acc = len(ch["stationary"]), len(ch["cores"]), len(ch["acc"])
+    assert calls == {"traffic": n_st * n_cores, "accumulation": n_st * n_cores * n_acc}  # traffic shared by accs
+    calls.update(traffic=0, accumulation=0)
+    monkeypatch.setattr(trainium_grid, "SLAB", 1)  # one point per slab: every shard apart
     t = target("trn2")
     sliced = t.score_codes(p, codes)
     _same(sliced, whole)
     one_core_copies = space.size // len(ch["cores"]) // len(ch["shard"]) * (len(ch["shard"]) - 1)
-    assert len(calls) == space.size - one_core_copies  # the one-core slabs of the other shards were copied
+    assert calls["accumulation"] == space.size - one_core_copies  # the one-core slabs of other shards: copied
+    assert calls["traffic"] * n_acc == calls["accumulation"]
     copied = np.flatnonzero((codes["cores"] == 0) & (codes["shard"] > 0))
     lat = np.asarray(sliced.objectives["latency"])
     for i in copied[:: max(1, copied.size // 12)]:
@@ -282,6 +294,18 @@ def test_pruned_space_keeps_every_distinct_loop_nest(preset: str, problem: Probl
     kept = {_nest(t, problem, _point(pc, i)) for i in range(pruned.size)}
     every = {_nest(t, problem, _point(fc, i)) for i in range(full.size)}
     assert kept == every
+
+
+def test_grid_effect_tables_agree_with_order_effects_where_the_role_has_blocks() -> None:
+    eff, tab = order_effects(ORDERS), effect_tables(ORDERS)
+    for o, fs, fm, fk in itertools.product(range(len(ORDERS)), (0, 1), (0, 1), (0, 1)):
+        if fm:  # the m trips multiply: read with (order, s flag, k flag)
+            assert tab["m_in_stat"][o * 4 + fs * 2 + fk] == eff["m_in_stat"][o, fs, fm, fk]
+            assert tab["m_live"][o * 4 + fs * 2 + fk] == eff["m_live"][o, fs, fm, fk]
+        if fs:  # the s trips multiply: read with (order, m flag, k flag)
+            assert tab["s_in_mov"][o * 4 + fm * 2 + fk] == eff["s_in_mov"][o, fs, fm, fk]
+            assert tab["s_live"][o * 4 + fm * 2 + fk] == eff["s_live"][o, fs, fm, fk]
+    assert tab["m_in_stat"].any() and not tab["m_in_stat"].all()
 
 
 def test_every_combination_of_role_flags_is_covered() -> None:
