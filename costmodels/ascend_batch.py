@@ -13,8 +13,9 @@ with the same field values, so all give bit-identical results:
   space, or a sub-space with some parameters fixed), the model runs once per cell of that box
   with numpy broadcasting (each term over only the dims it depends on), and each point reads
   its cell;
-- *tabulate*: the grid over the whole space, kept by the caller, so later points only read
-  their cell (`flat_index` of their codes).
+- *tabulate*: the grid over the whole space (ascend_cube_grid.py), kept by the caller, so later
+  points only read their cell (`flat_index` of their codes), and a run of consecutive points
+  (`run_start`) a slice of it.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ import numpy as np
 CHUNK = 1 << 14
 #: Use the grid path when the box of codes has at most this many cells per point.
 GRID_CELLS_PER_POINT = 2.0
-#: Cells per slab when a whole space is tabulated (the model's temporaries stay a few hundred KiB).
-SLAB = 1 << 15
+#: Points per block of `run_start` (its scratch, 256 KiB, stays in cache).
+RUN_BLOCK = 1 << 15
 
 Model = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
 
@@ -50,9 +51,14 @@ class Encoded:
 class Table:
     """Fields over the values of some parameters.
 
+    The fields are laid out over the axes of a grid, one per parameter in the order the model is
+    evaluated in (``order`` below; numpy follows its operands' memory order, so the grid's axes
+    are the fields' own), with size 1 on the axes of the parameters they do not depend on.
+
     Attributes:
-        dims: positions of the parameters (in the encoded column order) the fields depend on.
-        fields: name -> array of shape ``(len(values of dim) for dim in dims)``.
+        dims: positions of the parameters (in the encoded column order) the fields depend on, in
+            the grid's axis order.
+        fields: name -> array over the grid's axes, ``len(values of dim)`` on the axes of `dims`.
     """
 
     dims: tuple[int, ...]
@@ -70,23 +76,47 @@ class Table:
         )
 
 
-def in_order(tables: Sequence[Table], order: Sequence[int]) -> tuple[Table, ...]:
-    """The tables with their dims (and field axes) sorted by `order`: `grid_fields` then only slices them."""
-    pos = {d: i for i, d in enumerate(order)}
-    out = []
-    for t in tables:
-        axes = sorted(range(len(t.dims)), key=lambda j: pos[t.dims[j]])
-        fields = {k: np.ascontiguousarray(np.transpose(a, axes)) for k, a in t.fields.items()}
-        out.append(Table(dims=tuple(t.dims[j] for j in axes), fields=fields))
-    return tuple(out)
-
-
 def flat_index(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> np.ndarray:
     """Row-major index of each point into an array of shape `sizes` (codes outermost first)."""
     idx = np.array(codes[0], dtype=np.intp)
     for c, size in zip(codes[1:], sizes[1:], strict=True):
         idx *= size
         idx += c
+    return idx
+
+
+def run_start(codes: Sequence[np.ndarray], sizes: Sequence[int]) -> int | None:
+    """Row-major index of the first point if the points are consecutive ones (``s, s + 1, ...``), else None.
+
+    A chunk of an enumeration is such a run: it then reads a kept table as a slice. The check is
+    exact (every point's index is computed, `RUN_BLOCK` points at a time so the scratch stays in
+    cache); points that are no run are usually told apart by their first and last point alone.
+    """
+    n = len(codes[0]) if codes else 0
+    if n == 0:
+        return None
+    first, last = (_index_of(codes, sizes, i) for i in (0, n - 1))
+    if last - first != n - 1 or first < 0 or last >= math.prod(sizes):
+        return None
+    m = min(n, RUN_BLOCK)
+    step, idx = np.arange(m, dtype=np.intp), np.empty(m, dtype=np.intp)
+    for b0 in range(0, n, RUN_BLOCK):
+        b1 = min(n, b0 + RUN_BLOCK)
+        x = idx[: b1 - b0]
+        np.copyto(x, codes[0][b0:b1])  # flat_index, in place
+        for c, size in zip(codes[1:], sizes[1:], strict=True):
+            x *= size
+            x += c[b0:b1]
+        x -= step[: b1 - b0]
+        if x.min() != first + b0 or x.max() != first + b0:
+            return None
+    return first
+
+
+def _index_of(codes: Sequence[np.ndarray], sizes: Sequence[int], i: int) -> int:
+    idx = 0
+    for c, size in zip(codes, sizes, strict=True):
+        idx = idx * size + int(c[i])
     return idx
 
 
@@ -107,21 +137,13 @@ def grid_fields(
 ) -> dict[str, np.ndarray]:
     """Every field restricted to the box ``lo..hi`` of codes, laid out to broadcast over the box.
 
-    The box's axes are the parameters in `order` (outermost first): numpy runs a term's inner
-    loop over the trailing axes its operands share, so the dims most terms depend on go last.
+    The fields are laid out over the axes of `order` already (see `Table`), so this only slices
+    the axes each table depends on.
     """
     out: dict[str, np.ndarray] = {}
-    pos = {d: i for i, d in enumerate(order)}
     for t in tables:
-        window = tuple(slice(lo[d], hi[d] + 1) for d in t.dims)
-        axes = sorted(range(len(t.dims)), key=lambda j: pos[t.dims[j]])
-        shape = [1] * len(order)
-        for d in t.dims:
-            shape[pos[d]] = hi[d] - lo[d] + 1
-        if axes == list(range(len(axes))):  # already in order (see `in_order`)
-            out.update((name, arr[window].reshape(shape)) for name, arr in t.fields.items())
-        else:
-            out.update((name, arr[window].transpose(axes).reshape(shape)) for name, arr in t.fields.items())
+        window = tuple(slice(lo[d], hi[d] + 1) if d in t.dims else slice(None) for d in order)
+        out.update((name, arr[window]) for name, arr in t.fields.items())
     return out
 
 
@@ -160,32 +182,3 @@ def _offset(lo: Sequence[int], box: Sequence[int]) -> int:
     for low, size in zip(lo, box, strict=True):
         off = off * size + low
     return off
-
-
-def tabulate(
-    tables: Sequence[Table], shape: Sequence[int], model: Model, outputs: dict[str, np.dtype], order: Sequence[int]
-) -> dict[str, np.ndarray]:
-    """The `outputs` of `model` on every cell of the space of `shape`, flat in C order (of `shape`).
-
-    A point's result is at ``flat_index(its codes, shape)``. The grid is computed with its axes in
-    `order` (see `grid_fields`), in slabs (about `SLAB` cells, at least an eighth of that) cut
-    along the axes after the first, so the model's temporaries stay small while the terms that
-    do not depend on the first axis are still computed once per slab.
-    """
-    dims = [shape[d] for d in order]
-    out = {k: np.empty(tuple(shape), dtype=dt) for k, dt in outputs.items()}
-    view = {k: arr.transpose(order) for k, arr in out.items()}  # the same memory, axes in `order`
-    split, cells = 1, math.prod(dims)
-    while split < len(dims) and cells > SLAB and cells // dims[split] >= SLAB // 8:  # no slivers: ops cost per call
-        cells //= dims[split]
-        split += 1
-    lo, hi = [0] * len(shape), [s - 1 for s in shape]
-    for lead in np.ndindex(*dims[1:split]):
-        for d, i in zip(order[1:split], lead, strict=True):
-            lo[d] = hi[d] = i
-        res = model(grid_fields(tables, lo, hi, order))
-        where = (slice(None), *lead)
-        box = (dims[0], *[1] * len(lead), *dims[split:])
-        for k, arr in view.items():
-            arr[where] = np.broadcast_to(res[k], box).reshape(arr[where].shape)
-    return {k: arr.reshape(-1) for k, arr in out.items()}

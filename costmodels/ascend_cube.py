@@ -41,27 +41,27 @@ class CubeSetup:
     hw: AscendHardware
     view: GemmView
 
-    @property
+    @cached_property
     def left(self) -> str:
         return self.problem.inputs[self.view.moving].dtype
 
-    @property
+    @cached_property
     def right(self) -> str:
         return self.problem.inputs[self.view.stationary].dtype
 
-    @property
+    @cached_property
     def acc(self) -> str:
         return self.problem.acc_dtype
 
-    @property
+    @cached_property
     def out(self) -> str:
         return self.problem.output.dtype
 
-    @property
+    @cached_property
     def k0(self) -> int:
         return self.hw.fractal_k.get(self.left, max(1, int(32 / dtypes.info(self.left).bytes)))
 
-    @property
+    @cached_property
     def repeats(self) -> int:
         return self.hw.cube_repeats(self.left)
 
@@ -70,20 +70,29 @@ class CubeSetup:
         return tuple((a, self.view.sizes[a]) for a in names[group])
 
     @cached_property
+    def input_bytes(self) -> tuple[float, ...]:
+        return self.problem.input_bytes
+
+    @cached_property
+    def min_bytes(self) -> float:
+        """`Problem.min_bytes`, computed once."""
+        return sum(self.input_bytes) + self.problem.output_bytes
+
+    @cached_property
     def a_ratio(self) -> float:
         """GM bytes of the left operand per im2col byte (< 1 for a conv: the patch, not the expansion)."""
         full = self.view.B * self.view.M * self.view.K * dtypes.info(self.left).bytes
-        return min(1.0, self.problem.input_bytes[self.view.moving] / full) if full else 1.0
+        return min(1.0, self.input_bytes[self.view.moving] / full) if full else 1.0
 
     @cached_property
     def b_ratio(self) -> float:
         full = self.view.B * self.view.K * self.view.N * dtypes.info(self.right).bytes
-        return min(1.0, self.problem.input_bytes[self.view.stationary] / full) if full else 1.0
+        return min(1.0, self.input_bytes[self.view.stationary] / full) if full else 1.0
 
     @cached_property
     def l2_resident(self) -> bool:
         """Both inputs fit in L2, so re-reads hit L2 (hardware-facts.md §3.2 step 6)."""
-        return sum(self.problem.input_bytes) <= self.hw.l2_bytes
+        return sum(self.input_bytes) <= self.hw.l2_bytes
 
 
 def cube_setup(problem: Problem, hw: AscendHardware) -> CubeSetup:

@@ -3,7 +3,9 @@
 `cube_model` combines the fields of the per-parameter tables (ascend_cube_tables.py) into every
 term of the cost model; `AscendTarget.cost` runs it on one point, and `cube_scores` runs the
 same steps (`_pipes`, `_core`, `_offchip`) on many (per point or per cell of a grid,
-ascend_batch.py), so they cannot drift. The recipe is hardware-facts.md §3.2 (Ascend A2/A3, A5):
+ascend_batch.py), so they cannot drift. Pricing a whole space (ascend_cube_grid.py) repeats these
+steps operation for operation, in place; the tests compare it with both. The recipe is
+hardware-facts.md §3.2 (Ascend A2/A3, A5):
 
 1. fractal padding ``m' = ceil16(m)``, ``k' = ceil(k/k0)*k0``, ``n' = ceil16(n)``;
 2. L0 feasibility per TMATMUL, halved for ping-pong double buffering (ASSUMPTION of the sheet);
@@ -29,6 +31,13 @@ from costmodels.protocol import Violation
 #: Stage names reported in the breakdown, and the bound each maps to.
 STAGES = (("cube", "compute"), ("mte2", "dma"), ("mte1", "stream"), ("fix", "dma"), ("hbm", "dma"))
 Arrays = dict[str, np.ndarray]
+#: What `cube_scores` returns, and its dtypes.
+SCORE_OUTPUTS = {
+    "ok": np.dtype(bool),
+    "latency": np.dtype(np.float64),
+    "offchip_bytes": np.dtype(np.float64),
+    "footprint": np.dtype(np.float64),
+}
 
 
 @dataclass(frozen=True)
@@ -56,7 +65,7 @@ def cube_consts(s: CubeSetup) -> CubeConsts:
         mte2_rate=hw.l2_bytes_per_cycle_per_core if s.l2_resident else hw.hbm_bytes_per_cycle_per_core,
         fix_rate=hw.l0c_to_gm_bytes_per_cycle,
         hbm_rate=hw.aic_cores * hw.hbm_bytes_per_cycle_per_core,
-        min_bytes=s.problem.min_bytes,
+        min_bytes=s.min_bytes,
         l2_resident=s.l2_resident,
         clock_hz=hw.clock_hz,
         l0a=hw.l0a_bytes,

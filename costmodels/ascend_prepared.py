@@ -8,25 +8,31 @@ over the space's choices) is computed once; the target keeps it in a `ProblemMem
 Points given as choice codes (`Target.score_codes`) are priced from the cube tables over the
 space's choices (ascend_batch.py, grid or gather path). Once the points scored for a binary
 problem add up to `TABULATE_SHARE` of its space (each call counting as at least `CALL_POINTS`),
-and the space has at most `TABULATE_MAX` points, the whole space is priced at once and kept, so
-every later point only reads its cell. A unary
-problem's space (at most 128 points) is priced at once, from its value columns, on first use.
-Points with a value outside the space (the general path of `score_batch`, and `check`/`cost` of
-such a point) are priced from tables built over the distinct values they hold.
+and the space has at most `TABULATE_MAX` points, the whole space is priced at once
+(ascend_cube_grid.py) and kept, so every later point only reads its cell. A unary problem's
+space (at most 128 points) is priced at once, from its value columns, on first use. A call whose
+points are consecutive ones of the space (a chunk of an enumeration, `ascend_batch.run_start`)
+reads slices of the kept table (read-only views where it keeps a column per point, see
+`CubeTable`); other points get copies of their cells. Points with a value outside the space
+(the general path of `score_batch`, and `check`/`cost` of such a point) are priced from tables
+built over the distinct values they hold.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cached_property, partial
 
 import numpy as np
 
 from costmodels import ascend_cube_cost as cc
-from costmodels.ascend_batch import Encoded, Table, evaluate, flat_index, gather_fields, in_order, tabulate
+from costmodels.ascend_batch import Encoded, Table, evaluate, flat_index, gather_fields, run_start
 from costmodels.ascend_cube import CUBE_PARAMS, CubeSetup, cube_setup, cube_space
-from costmodels.ascend_cube_tables import cube_tables
+from costmodels.ascend_cube_cost import SCORE_OUTPUTS
+from costmodels.ascend_cube_grid import CubeTable, tabulate_cube
+from costmodels.ascend_cube_tables import CUBE_ORDER, cube_tables
 from costmodels.ascend_hw import AscendHardware
 from costmodels.ascend_rules import supports
 from costmodels.ascend_vector import VectorSetup, vector_arrays, vector_feasible, vector_space, vector_terms
@@ -35,7 +41,7 @@ from costmodels.protocol import SearchSpace, Violation
 from workload.problem import Problem
 
 Arrays = dict[str, np.ndarray]
-#: Tabulate a whole space of at most this many points (about 25 bytes kept per point) ...
+#: Tabulate a whole space of at most this many points (about 10 bytes kept per point, `CubeTable`) ...
 TABULATE_MAX = 1 << 20
 #: ... once the points scored for the problem reach this share of it, each call counting as at least
 #: `CALL_POINTS` points (what a call's own overhead costs, so many one-point calls tabulate too).
@@ -47,15 +53,23 @@ CONVERT: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "double_buffer": lambda a: np.asarray(a, dtype=bool),
     "core_grid": lambda a: np.asarray(a).astype(str),
 }
-#: Axis order of the cube grids, outermost first: double_buffer (few terms depend on it), base_k, l1_k,
-#: core_grid, then base_m, l1_m, base_n, l1_n (which most terms share: numpy's inner loops run over them).
-CUBE_ORDER = (6, 1, 4, 7, 0, 3, 2, 5)
-SCORE_OUTPUTS = {
-    "ok": np.dtype(bool),
-    "latency": np.dtype(np.float64),
-    "offchip_bytes": np.dtype(np.float64),
-    "footprint": np.dtype(np.float64),
-}
+
+
+@dataclass(frozen=True, eq=False)
+class PlainTable:
+    """`SCORE_OUTPUTS` of every point of a space, in its C order (read-only: runs of points get views)."""
+
+    arrays: Arrays
+
+    def __post_init__(self) -> None:
+        for arr in self.arrays.values():
+            arr.flags.writeable = False
+
+    def run(self, start: int, n: int) -> Arrays:
+        return {k: v[start : start + n] for k, v in self.arrays.items()}
+
+    def take(self, idx: np.ndarray) -> Arrays:
+        return {k: np.take(v, idx) for k, v in self.arrays.items()}
 
 
 class Prepared:
@@ -66,7 +80,7 @@ class Prepared:
         self.hw = hw
         self.preset = preset
         self.scored = 0  # points priced by code so far (decides when to tabulate)
-        self.table: Arrays | None = None  # SCORE_OUTPUTS of every point of the space, once tabulated
+        self.table: CubeTable | PlainTable | None = None  # the scores of every point of the space, once tabulated
 
     @cached_property
     def unsupported(self) -> list[Violation]:
@@ -107,7 +121,7 @@ class Prepared:
     @cached_property
     def tables(self) -> tuple[Table, ...]:
         """The cube tables over the space's choices."""
-        return in_order(cube_tables(self.cube, tuple(p.choices for p in self.space.params)), CUBE_ORDER)
+        return cube_tables(self.cube, tuple(p.choices for p in self.space.params))
 
     @cached_property
     def report_tables(self) -> tuple[Table, ...]:
@@ -119,19 +133,21 @@ class Prepared:
 
         A unary problem's space (at most 128 points) is tabulated at once, from its value columns;
         a binary problem's once `TABULATE_SHARE` of it has been asked for (and it is small enough).
+        From a kept table, consecutive points read slices of it (`run`), other points their cells (`take`).
         """
         table = self.table
         if table is None:
             if not self.problem.is_binary:
-                table = self.table = self.vector_values(self.space.columns())
+                table = PlainTable(self.vector_values(self.space.columns()))
             else:
                 self.scored += max(n, CALL_POINTS)
                 if self.size > TABULATE_MAX or self.scored < TABULATE_SHARE * self.size:
                     return self._by_tables(codes, n)
-                model = partial(cc.cube_scores, self.consts)
-                table = self.table = tabulate(self.tables, self.shape, model, SCORE_OUTPUTS, CUBE_ORDER)
-        idx = flat_index([codes[nm] for nm in self.names], self.shape)
-        return {k: np.take(v, idx) for k, v in table.items()}
+                table = tabulate_cube(self.tables, self.shape, self.consts)
+            self.table = table
+        cols = [codes[nm] for nm in self.names]
+        start = run_start(cols, self.shape)
+        return table.run(start, n) if start is not None else table.take(flat_index(cols, self.shape))
 
     def _by_tables(self, codes: dict[str, np.ndarray], n: int) -> Arrays:
         if n == 0:

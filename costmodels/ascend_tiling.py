@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import overload
 
 import numpy as np
@@ -82,26 +82,31 @@ def level_sizes(axes: tuple[tuple[str, int], ...], counts: tuple[np.ndarray, ...
     """The level sizes of `nest_group` for many counts at once: ``[*broadcast shape, len(counts) + 1]`` int64.
 
     The same greedy split, elementwise over the broadcast of the `counts` arrays (one array per
-    level, innermost first), so ``out[..., i] == nest_group(axes, counts at ...).size(i)``.
+    level, innermost first), so ``out[..., i] == nest_group(axes, counts at ...).size(i)``. Each
+    step broadcasts only what it reads (a level's counts, the axes' remainders), so it costs a few
+    numpy calls on small arrays.
     """
-    shape = np.broadcast_shapes(*(np.shape(c) for c in counts))
-    remaining = [np.full(shape, size, dtype=np.int64) for _, size in axes]
-    sizes = []
-    for want in counts:
-        q = np.maximum(1, np.broadcast_to(np.asarray(want, dtype=np.int64), shape))
-        size = np.ones(shape, dtype=np.int64)
+    shape = np.broadcast(*counts).shape if counts else ()
+    out = np.empty((*shape, len(counts) + 1), dtype=np.int64)
+    remaining: list[int | np.ndarray] = [size for _, size in axes]
+    for level, want in enumerate(counts):
+        q = np.maximum(np.asarray(want, dtype=np.int64), 1)
+        size: np.ndarray | None = None  # the product of the level's factors (None: no factor yet, 1)
         for i in reversed(range(len(axes))):  # nest_group's branches, folded: q >= 1 and r >= 1 always
             r = remaining[i]
+            if isinstance(r, int) and r == 1:
+                continue  # nothing left of this axis: a factor of 1, q unchanged
             fac = np.minimum(r, q)
-            q = np.maximum(q // r, 1)
-            remaining[i] = -(-r // fac)
-            size *= fac
-        sizes.append(size)
-    last = np.ones(shape, dtype=np.int64)
+            if i:  # what the axes outside this one still get (nothing is outside the first)
+                q = np.maximum(q // r, 1)
+            remaining[i] = (r - 1) // fac + 1  # ceil(r / fac)
+            size = fac if size is None else size * fac
+        out[..., level] = 1 if size is None else size
+    last: int | np.ndarray = 1
     for r in remaining:
-        last *= r
-    sizes.append(last)
-    return np.stack(sizes, axis=-1)
+        last = last * r
+    out[..., len(counts)] = last
+    return out
 
 
 @cache
@@ -181,6 +186,7 @@ def core_grids(cores: int, max_b: int, max_m: int, max_n: int) -> tuple[str, ...
     return tuple(f"{b}x{m}x{n}" for b, m, n in keep)
 
 
+@lru_cache(maxsize=1 << 10)
 def parse_grid(grid: str) -> tuple[int, int, int]:
     """``"1x4x6"`` -> (1, 4, 6).
 

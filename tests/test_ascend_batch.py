@@ -16,8 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from costmodels import ascend_batch, ascend_prepared
+from costmodels import ascend_batch, ascend_cube_grid, ascend_prepared
 from costmodels.ascend import AscendTarget
+from costmodels.ascend_batch import run_start
+from costmodels.ascend_cube_grid import CubeTable
 from costmodels.ascend_tiling import level_sizes, nest_group, round_up
 from costmodels.choice_codes import SpaceCoder
 from costmodels.protocol import BatchScore, Choice
@@ -52,8 +54,8 @@ def _plain(v: object) -> Choice:
     return v.item() if isinstance(v, np.generic) else v  # type: ignore[return-value]
 
 
-def _target(preset: str) -> AscendTarget:
-    t = get_target(preset)
+def _target(preset: str, l2_bytes: int | None = None) -> AscendTarget:
+    t = get_target(preset, {} if l2_bytes is None else {"l2_bytes": l2_bytes})
     assert isinstance(t, AscendTarget)
     return t
 
@@ -103,22 +105,27 @@ def _big() -> Problem:
 
 
 @pytest.mark.parametrize("preset", PRESETS)
-def test_tabulated_grid_and_gather_paths_agree(preset: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The whole space tabulated, one grid over the box of the codes, and per-point gathers price alike."""
+@pytest.mark.parametrize("l2_bytes", [None, 0])  # the preset's L2 (inputs L2-resident), or none: HBM traffic
+def test_tabulated_grid_and_gather_paths_agree(
+    preset: str, l2_bytes: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole space tabulated (in slabs of any size), one grid over the box of the codes, and per-point gathers
+    price alike."""
     problem = _big()
     n = _target(preset).space(problem).size
     order = np.random.default_rng(1).permutation(n)
-    tabulated = _target(preset)
+    tabulated = _target(preset, l2_bytes)
+    assert tabulated._memo.get(problem).cube.l2_resident == (l2_bytes is None)
     ref = tabulated.score_codes(problem, _codes(tabulated, problem, np.arange(n)))
     assert tabulated._memo.get(problem).table is not None
     assert 0 < ref.feasible.sum() < n  # both kinds of point are exercised
-    monkeypatch.setattr(ascend_batch, "SLAB", 4000)  # slabs cut along two axes
-    sliced = _target(preset)
+    monkeypatch.setattr(ascend_cube_grid, "SLAB", 4000)  # slabs cut along several axes
+    sliced = _target(preset, l2_bytes)
     _same(sliced.score_codes(problem, _codes(sliced, problem, np.arange(n))), ref, sliced.objectives)
     monkeypatch.setattr(ascend_prepared, "TABULATE_MAX", 0)
     for cells_per_point, idx in ((1e18, np.arange(n)), (1e18, order), (0.0, order)):
         monkeypatch.setattr(ascend_batch, "GRID_CELLS_PER_POINT", cells_per_point)
-        target = _target(preset)
+        target = _target(preset, l2_bytes)
         got = target.score_codes(problem, _codes(target, problem, idx))
         assert target._memo.get(problem).table is None
         _same(
@@ -126,6 +133,50 @@ def test_tabulated_grid_and_gather_paths_agree(preset: str, monkeypatch: pytest.
             BatchScore(feasible=ref.feasible[idx], objectives={o: v[idx] for o, v in ref.objectives.items()}),
             target.objectives,
         )
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+@pytest.mark.parametrize("l2_bytes", [None, 0])
+def test_runs_of_a_tabulated_space_read_it_as_read_only_views(preset: str, l2_bytes: int | None) -> None:
+    """Consecutive points (a chunk of an enumeration) read latency and feasibility as slices of the kept table."""
+    target, problem = _target(preset, l2_bytes), _big()
+    n = target.space(problem).size
+    ref = target.score_codes(problem, _codes(target, problem, np.arange(n)))
+    table = target._memo.get(problem).table
+    assert isinstance(table, CubeTable)
+    assert (table.offchip is None) == (l2_bytes is None)  # kept only when it varies
+    assert table.footprint.size * table.grids == n  # kept without the grid axis
+    for idx in (np.arange(n), np.arange(17, 4000), np.arange(n - 5, n), np.arange(9, 10), np.arange(42, 42 + 5 * 21)):
+        got = target.score_codes(problem, _codes(target, problem, idx))
+        assert np.shares_memory(got.objectives["latency"], table.latency)
+        assert np.shares_memory(got.feasible, table.ok)
+        with pytest.raises(ValueError, match="read-only"):
+            got.objectives["latency"][0] = 0.0  # a caller cannot spoil the kept table
+        want = BatchScore(feasible=ref.feasible[idx], objectives={o: v[idx] for o, v in ref.objectives.items()})
+        _same(got, want, target.objectives)
+    for idx in (np.arange(4000, 17, -1), np.arange(0, n, 2), np.asarray([5, 5])):
+        got = target.score_codes(problem, _codes(target, problem, idx))
+        assert not np.shares_memory(got.objectives["latency"], table.latency)
+        want = BatchScore(feasible=ref.feasible[idx], objectives={o: v[idx] for o, v in ref.objectives.items()})
+        _same(got, want, target.objectives)
+
+
+def test_run_start_tells_runs_of_points_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ascend_batch, "RUN_BLOCK", 8)  # several blocks per check
+    sizes = (3, 1, 4, 5)
+    cols = [d.astype(np.intp) for d in np.unravel_index(np.arange(60), sizes)]
+    assert run_start(cols, sizes) == 0
+    assert run_start([c[7:50] for c in cols], sizes) == 7
+    assert run_start([c[33:34] for c in cols], sizes) == 33
+    assert run_start([np.broadcast_to(c[20:21], (1,)) for c in cols], sizes) == 20  # read-only broadcasts too
+    swapped = [c.copy() for c in cols]
+    swapped[-1][[41, 42]] = swapped[-1][[42, 41]]  # first and last point still fit a run: only the full check tells
+    assert run_start(swapped, sizes) is None
+    assert run_start([c[::2] for c in cols], sizes) is None
+    assert run_start([c[:0] for c in cols], sizes) is None
+    past = [c[50:] for c in cols]
+    past[0] = past[0] + 1  # numbers 70..79: beyond the 60 points of the space
+    assert run_start(past, sizes) is None
 
 
 @pytest.mark.parametrize("preset", PRESETS)
