@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
+from threading import Lock
 
 import numpy as np
 
@@ -26,12 +28,37 @@ def code_array(param: Param) -> np.ndarray:
     return np.arange(len(param.choices), dtype=np.intp)
 
 
+#: bytes of code patterns kept for reuse by spaces of the same shape (see `product_codes`)
+PATTERN_CACHE_BYTES = 16 << 20
+_patterns: OrderedDict[tuple[int, ...], list[np.ndarray]] = OrderedDict()
+_patterns_lock = Lock()
+
+
 def product_codes(shape: tuple[int, ...]) -> list[np.ndarray]:
-    """Code columns of every point of a product of `shape` choices, C order (last fastest).
+    """Code columns of every point of a product of `shape` choices, C order (last fastest), read-only.
 
     Each column is written in one broadcast pass (no division per point); a parameter with a
-    single choice is a read-only broadcast of 0.
+    single choice is a broadcast of 0. The columns depend on the shape alone, so the most recent
+    ones (up to `PATTERN_CACHE_BYTES`) are kept and shared by every space of that shape.
     """
+    with _patterns_lock:
+        hit = _patterns.get(shape)
+        if hit is not None:
+            _patterns.move_to_end(shape)
+            return hit
+    cols = _product_codes(shape)
+    size = sum(c.nbytes for c in cols if c.strides != (0,))
+    if size <= PATTERN_CACHE_BYTES // 4:
+        with _patterns_lock:
+            _patterns[shape] = cols
+            total = sum(c.nbytes for v in _patterns.values() for c in v if c.strides != (0,))
+            while total > PATTERN_CACHE_BYTES and len(_patterns) > 1:
+                _, old = _patterns.popitem(last=False)
+                total -= sum(c.nbytes for c in old if c.strides != (0,))
+    return cols
+
+
+def _product_codes(shape: tuple[int, ...]) -> list[np.ndarray]:
     n = math.prod(shape)
     out: list[np.ndarray] = []
     outer = 1
@@ -40,9 +67,11 @@ def product_codes(shape: tuple[int, ...]) -> list[np.ndarray]:
         if size == 1:
             out.append(np.broadcast_to(np.intp(0), (n,)))
         else:
-            col = np.empty((outer, size, inner), dtype=np.intp)
-            col[...] = np.arange(size, dtype=np.intp)[None, :, None]
-            out.append(col.reshape(-1))
+            block = np.empty((outer, size, inner), dtype=np.intp)
+            block[...] = np.arange(size, dtype=np.intp)[None, :, None]
+            col = block.reshape(-1)
+            col.flags.writeable = False
+            out.append(col)
         outer *= size
     return out
 
@@ -124,8 +153,6 @@ class ChunkPlan:
         self._arrays = [code_array(p) for p in space.params]
         names = [p.name for p in space.params[k:]]
         self._pattern = dict(zip(names, product_codes(self.shape[k:]), strict=True)) if names else {}
-        for col in self._pattern.values():
-            col.flags.writeable = False  # shared by every chunk: a scorer must not write into it
         self._tiled: dict[str, np.ndarray] = {}
 
     def blocks_for(self, points: int) -> int:
