@@ -131,7 +131,8 @@ class BatchScore(BaseModel):
 
 @runtime_checkable
 class Target(Protocol):
-    """An accelerator preset. Implementations are pure: no I/O, no global state."""
+    """An accelerator preset. Implementations are pure: no I/O; the only state they keep is caches of
+    per-problem preparation (spaces, tables, priced grids), which never change a result."""
 
     name: str  # preset name, e.g. "rngd", "trn2"
     family: str  # "rngd" | "trainium" | "ascend" | "tenstorrent"
