@@ -169,7 +169,10 @@ class Target(Protocol):
 
     def score_codes(self, problem: Problem, codes: dict[str, np.ndarray]) -> BatchScore:
         """Price many points of `space(problem)` given as choice indices (``codes[name][i]`` is the
-        position of point i's value in that parameter's choices); equal to `score_batch` on the values."""
+        position of point i's value in that parameter's choices); equal to `score_batch` on the values.
+
+        Codes are trusted, not range-checked (this is the hot path): callers build them from the
+        space (`mapper.enumerate`, `choice_codes.SpaceCoder.encode`). Code arrays may be read-only."""
         ...
 
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
