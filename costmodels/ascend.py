@@ -157,7 +157,7 @@ class AscendTarget:
         n = len(next(iter(columns.values()))) if columns else 0
         prep = self._memo.get(problem)
         if n == 0 or prep.unsupported:
-            return self._infeasible(n)
+            return BatchScore.infeasible(n, self.objectives)
         general = prep.cube_values if problem.is_binary else prep.vector_values
         return score_values(
             prep.coder,
@@ -170,14 +170,11 @@ class AscendTarget:
         prep = self._memo.get(problem)
         n = len(next(iter(codes.values()))) if codes else 0
         if prep.unsupported:
-            return self._infeasible(n)
+            return BatchScore.infeasible(n, self.objectives)
         return self._scores(prep.scores(codes, n))
 
     def _scores(self, res: dict[str, np.ndarray]) -> BatchScore:
         return BatchScore(feasible=res["ok"], objectives={o: res[o] for o in self.objectives})
-
-    def _infeasible(self, n: int) -> BatchScore:
-        return BatchScore(feasible=np.zeros(n, dtype=bool), objectives={o: np.full(n, np.inf) for o in self.objectives})
 
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
         """Rules of thumb first (PTO's recommended base tiles lead for TMATMUL); the rest feasible-first."""

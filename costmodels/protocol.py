@@ -128,6 +128,11 @@ class BatchScore(BaseModel):
     feasible: Any  # np.ndarray[bool]
     objectives: dict[str, Any]  # objective name -> np.ndarray[float]; inf where infeasible
 
+    @classmethod
+    def infeasible(cls, n: int, objectives: tuple[str, ...]) -> BatchScore:
+        """`n` points none of which is feasible (e.g. a problem the target does not support)."""
+        return cls(feasible=np.zeros(n, dtype=bool), objectives={o: np.full(n, np.inf) for o in objectives})
+
 
 @runtime_checkable
 class Target(Protocol):

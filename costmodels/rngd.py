@@ -180,7 +180,7 @@ class RngdTarget:
         prep = self._prepared.get(problem)
         n = len(next(iter(columns.values())))
         if prep.coder is None or n == 0:  # (no points: nothing to code)
-            return _infeasible(n)
+            return BatchScore.infeasible(n, OBJECTIVES)
 
         def by_codes(codes: dict[str, np.ndarray]) -> BatchScore:
             return self._by_codes(problem, prep, codes)
@@ -193,7 +193,7 @@ class RngdTarget:
     def score_codes(self, problem: Problem, codes: dict[str, np.ndarray]) -> BatchScore:
         prep = self._prepared.get(problem)
         if prep.coder is None:
-            return _infeasible(len(next(iter(codes.values()))))
+            return BatchScore.infeasible(len(next(iter(codes.values()))), OBJECTIVES)
         return self._by_codes(problem, prep, codes)
 
     def _by_codes(self, problem: Problem, prep: Prepared, codes: dict[str, np.ndarray]) -> BatchScore:
@@ -209,7 +209,7 @@ class RngdTarget:
         """The per-point formulas (`rngd_cost.evaluate`) in chunks: any values, inside the space or not."""
         n = len(next(iter(columns.values())))
         if n == 0:
-            return _infeasible(0)
+            return BatchScore.infeasible(0, OBJECTIVES)
         parts = [
             evaluate(problem, self.hw, {k: np.asarray(v)[i : i + CHUNK] for k, v in columns.items()})
             for i in range(0, n, CHUNK)
@@ -234,11 +234,6 @@ class RngdTarget:
 
     def render(self, problem: Problem, mapping: Mapping) -> str:
         return render_mapping(problem, mapping)
-
-
-def _infeasible(n: int) -> BatchScore:
-    """`n` infeasible points (an unsupported problem, or none)."""
-    return BatchScore(feasible=np.zeros(n, dtype=bool), objectives={k: np.full(n, np.inf) for k in OBJECTIVES})
 
 
 def make_target(preset: str, overrides: dict[str, Any]) -> RngdTarget:

@@ -164,7 +164,7 @@ class TenstorrentTarget:
     def score_batch(self, problem: Problem, columns: dict[str, np.ndarray]) -> BatchScore:
         prep = self._memo.get(problem)
         if not prep.supported:
-            return self._infeasible(len(next(iter(columns.values()))))
+            return BatchScore.infeasible(len(next(iter(columns.values()))), self.objectives)
 
         def general(cols: dict[str, np.ndarray]) -> BatchScore:
             return self._batch(score_general(prep.shape, self.hardware, cols))
@@ -174,16 +174,12 @@ class TenstorrentTarget:
     def score_codes(self, problem: Problem, codes: dict[str, np.ndarray]) -> BatchScore:
         prep = self._memo.get(problem)
         if not prep.supported:
-            return self._infeasible(len(next(iter(codes.values()))))
+            return BatchScore.infeasible(len(next(iter(codes.values()))), self.objectives)
         return self._batch(prep.table.score(codes))
 
     def _batch(self, outs: tuple[np.ndarray, ...]) -> BatchScore:
         feas, lat, off, foot = outs
         return BatchScore(feasible=feas, objectives={"latency": lat, "offchip_bytes": off, "footprint": foot})
-
-    def _infeasible(self, n: int) -> BatchScore:
-        inf = np.full(n, np.inf)
-        return BatchScore(feasible=np.zeros(n, bool), objectives={o: inf for o in self.objectives})
 
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
         prep = self._memo.get(problem)

@@ -59,10 +59,6 @@ class Prepared:
     scorer: GridScorer | None  # None: the problem cannot run here (every point infeasible)
 
 
-def _infeasible(n: int, objectives: tuple[str, ...]) -> BatchScore:
-    return BatchScore(feasible=np.zeros(n, dtype=bool), objectives={o: np.full(n, np.inf) for o in objectives})
-
-
 class TrainiumTarget:
     """One Trainium preset: the Target protocol over the nc_matmul cost model."""
 
@@ -190,14 +186,14 @@ class TrainiumTarget:
         """Points by value: encoded to codes and gathered (a value outside the space: ``ValueError``)."""
         prep = self._prepared.get(problem)
         if prep.scorer is None:
-            return _infeasible(len(next(iter(columns.values()))) if columns else 1, self.objectives)
+            return BatchScore.infeasible(len(next(iter(columns.values()))) if columns else 1, self.objectives)
         return score_values(prep.coder, columns, prep.scorer)
 
     def score_codes(self, problem: Problem, codes: dict[str, np.ndarray]) -> BatchScore:
         """Points by choice index, gathered from the problem's priced grid (`trainium_batch`)."""
         prep = self._prepared.get(problem)
         if prep.scorer is None:
-            return _infeasible(len(next(iter(codes.values()))) if codes else 1, self.objectives)
+            return BatchScore.infeasible(len(next(iter(codes.values()))) if codes else 1, self.objectives)
         return prep.scorer(codes)
 
     def _prepare(self, problem: Problem) -> Prepared:
