@@ -20,7 +20,6 @@ the parameter in a ``ValueError`` when the family has none).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from functools import cache
 
@@ -150,15 +149,12 @@ def _string_plan(choices: tuple[str, ...]) -> tuple[list[int], list[np.ndarray],
 
 
 class SpaceCoder:
-    """Codes of a whole space: encode value columns, decode codes, flat point numbers."""
+    """Codes of a whole space: encode value columns into codes, decode codes into value columns."""
 
     def __init__(self, space: SearchSpace) -> None:
         self.space = space
         self.names = space.names()
         self.coders = tuple(ChoiceCoder(p.choices) for p in space.params)
-        sizes = [len(p.choices) for p in space.params]
-        self.sizes = tuple(sizes)
-        self.strides = tuple(math.prod(sizes[i + 1 :]) for i in range(len(sizes)))
         self._values = tuple(_choice_array(p.choices) for p in space.params)
 
     def encode(self, columns: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -179,34 +175,6 @@ class SpaceCoder:
     def decode(self, codes: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Value columns of code columns, typed as `SearchSpace.columns()` types them."""
         return {nm: vals[np.asarray(codes[nm])] for nm, vals in zip(self.names, self._values, strict=True)}
-
-    def point(self, codes: dict[str, np.ndarray], i: int) -> dict[str, Choice]:
-        """Point `i` of code columns, as plain Python values."""
-        return {p.name: p.choices[int(codes[p.name][i])] for p in self.space.params}
-
-    def codes_of(self, point: dict[str, Choice]) -> dict[str, int]:
-        """The codes of one point given by value (``ValueError`` naming a value that is no choice)."""
-        out = {}
-        for nm, coder in zip(self.names, self.coders, strict=True):
-            v = _plain(point[nm])
-            code = coder.index.get((type(v), v), UNKNOWN)
-            if code < 0:
-                raise ValueError(f"{nm}={v!r} is not a choice of this space: use one of {list(coder.choices)}")
-            out[nm] = code
-        return out
-
-    def flat(self, codes: dict[str, np.ndarray]) -> np.ndarray:
-        """The C-order number of each point in the space (`SearchSpace.columns()` order)."""
-        out: np.ndarray | None = None
-        for nm, stride in zip(self.names, self.strides, strict=True):
-            c = np.asarray(codes[nm])
-            if out is None:
-                out = c * stride if stride != 1 else c.astype(np.intp, copy=True)
-            elif stride == 1:
-                out += c
-            else:
-                out += c * stride
-        return np.zeros(1, dtype=np.intp) if out is None else out
 
     def unknown_message(self, columns: dict[str, np.ndarray], codes: dict[str, np.ndarray]) -> str:
         """What the first value outside the space is, and what the parameter accepts."""

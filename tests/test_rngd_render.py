@@ -19,24 +19,13 @@ import pytest
 
 from costmodels.protocol import Choice
 from costmodels.registry import get_target
+from tests.rngd_points import BASE as SUITE_BASE
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 
 T = get_target("rngd")
-BASE: dict[str, Choice] = dict(
-    packet_k=32,
-    packet_free="b",
-    rows=8,
-    inner="n",
-    trf_split=1,
-    double_buffer=False,
-    clusters=1,
-    cluster_role="b",
-    slices=1,
-    slice_role="b",
-    feed_flits=2,
-    shift=False,
-)
+# the suite's base point with the batch axis in the packet's free slot and on the shard roles
+BASE: dict[str, Choice] = {**SUITE_BASE, "packet_free": "b", "cluster_role": "b", "slice_role": "b"}
 
 K_CONTRACTION = """\
 // Configuration: input_type = bf16, trf_type = bf16, reduce_op = `Add`

@@ -28,6 +28,7 @@ from costmodels.trainium_batch import GridScorer
 from costmodels.trainium_grid import PricedGrid, effect_tables, order_effects
 from costmodels.trainium_nest import roles_of
 from costmodels.trainium_space import ORDERS, core_choices, distinct_orders
+from mapper.enumerate import point_at
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
@@ -148,7 +149,7 @@ def test_slabs_and_copied_one_core_slabs_price_like_the_whole_grid(monkeypatch: 
     copied = np.flatnonzero((codes["cores"] == 0) & (codes["shard"] > 0))
     lat = np.asarray(sliced.objectives["latency"])
     for i in copied[:: max(1, copied.size // 12)]:
-        point = SpaceCoder(space).point(codes, int(i))
+        point = point_at(space, codes, int(i))
         m = t.mapping(p, point)
         if t.check(p, m):
             assert math.isinf(lat[i])
