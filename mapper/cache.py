@@ -27,8 +27,9 @@ from optuna.storages.journal import JournalFileBackend
 from costmodels.protocol import Target
 from mapper.keys import cache_key, cost_model_version
 from mapper.result import TuneResult
-from mapper.search import Progress, tune
+from mapper.search import tune
 from mapper.settings import SearchSettings
+from mapper.watch import Progress, Watch
 from workload.problem import Problem
 
 STUDY_PREFIX = "tensormapper-result:"
@@ -110,7 +111,7 @@ def tune_cached(
     overrides: dict[str, Any] | None = None,
     storage: str | BaseStorage | None = None,
     validate: bool = True,
-    progress: Progress | None = None,
+    progress: Progress | Watch | None = None,
     factory: TargetFactory | None = None,
 ) -> TuneResult:
     """`mapper.search.tune` behind the result cache: an identical request returns the stored result.

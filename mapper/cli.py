@@ -210,7 +210,7 @@ def _run_one(
     with RichProgress(transient=True) as bar:
         task = bar.add_task("searching", total=settings.max_trials)
 
-        def tick(done: int, total: int) -> None:
+        def tick(done: int, total: int, _best: float | None) -> None:
             bar.update(task, completed=done, total=total)
 
         return tune_cached(

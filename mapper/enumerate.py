@@ -20,6 +20,7 @@ from threading import Lock
 import numpy as np
 
 from costmodels.protocol import BatchScore, Choice, Param, SearchSpace, Target
+from mapper.watch import Watch
 from workload.problem import Problem
 
 
@@ -247,12 +248,14 @@ def enumerate_space(
     plan: ChunkPlan | None = None,
     state: Enumeration | None = None,
     first_block: int = 0,
+    watch: Watch | None = None,
 ) -> Enumeration:
     """Score every point of `space` in chunks; stop early only at `deadline` (a `time.perf_counter` value).
 
     Ties on the first objective keep the lowest point number, so the answer is deterministic. To
     continue an enumeration whose first chunks were already scored (a rate probe), pass its `plan`,
-    `state` and the next block.
+    `state` and the next block. A `watch` hears the progress after every chunk and may cancel
+    (the enumeration then stops with what it has scored, incomplete).
     """
     t0 = time.perf_counter()
     plan = plan or ChunkPlan(space, chunk)
@@ -260,8 +263,12 @@ def enumerate_space(
     for b0, b1 in plan.bounds(first_block):
         if deadline is not None and out.scored > 0 and time.perf_counter() > deadline:
             break
+        if watch is not None and out.scored > 0 and watch.cancelled():
+            break
         codes = plan.codes(b0, b1)
         out.absorb(space, codes, target.score_codes(problem, codes))
+        if watch is not None:
+            watch.report(out.scored, space.size, out.trace[-1])
     else:
         out.complete = True
     out.seconds += time.perf_counter() - t0

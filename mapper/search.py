@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,10 +29,11 @@ from mapper.report import Found, package_result
 from mapper.result import ParetoPoint, TrialCounts, TuneResult, ViolationCount
 from mapper.settings import SearchSettings, StopReason
 from mapper.strategies import Encoding, make_sampler, split_params
+from mapper.watch import Progress, Watch, as_watch
 from workload.errors import ProblemError
 from workload.problem import Problem
 
-Progress = Callable[[int, int], None]  # (done, total)
+__all__ = ["Progress", "Watch", "check_request", "run_enumeration", "run_study", "tune"]
 
 
 def check_request(problem: Problem, target: Target, settings: SearchSettings) -> None:
@@ -64,15 +64,19 @@ def run_enumeration(
     settings: SearchSettings,
     deadline: float,
     measured: Probe | None = None,
+    watch: Watch | None = None,
 ) -> Found:
     """Exact enumeration with the vectorised scorer: optimal when it completes within the budget."""
     if measured is None:
-        e = enumerate_space(target, problem, space, settings.objectives, chunk=settings.chunk, deadline=deadline)
+        e = enumerate_space(
+            target, problem, space, settings.objectives, chunk=settings.chunk, deadline=deadline, watch=watch
+        )
     else:  # the probe scored the first chunk already
         e = enumerate_space(
             target, problem, space, settings.objectives, deadline=deadline,
-            plan=measured.plan, state=measured.state, first_block=measured.blocks,
+            plan=measured.plan, state=measured.state, first_block=measured.blocks, watch=watch,
         )  # fmt: skip
+    cancelled = not e.complete and watch is not None and watch.cancelled()
     counts = TrialCounts(
         trials=0,
         complete=0,
@@ -86,12 +90,14 @@ def run_enumeration(
         point=e.best,
         values=e.best_values,
         proven_optimal=e.complete,
-        stop_reason="enumerated" if e.complete else "seconds",
+        stop_reason="enumerated" if e.complete else ("cancelled" if cancelled else "seconds"),
         trace=e.trace,
         trace_points=e.trace_points,
         counts=counts,
         front=e.front,
-        notes=[] if e.complete else [f"time budget ran out after {e.scored} of {space.size} points"],
+        notes=[]
+        if e.complete
+        else [f"{'cancelled' if cancelled else 'time budget ran out'} after {e.scored} of {space.size} points"],
     )
 
 
@@ -144,7 +150,7 @@ def run_study(
     settings: SearchSettings,
     strategy: str,
     deadline: float,
-    progress: Progress | None = None,
+    watch: Watch | None = None,
     inner_points: int | None = None,
 ) -> Found:
     """One Optuna study in memory: Optuna picks the structure, numpy scores each sub-space.
@@ -177,9 +183,9 @@ def run_study(
     stopped: list[StopReason] = []
 
     def callback(study: optuna.Study, _trial: optuna.trial.FrozenTrial) -> None:
-        if progress is not None:
-            progress(len(ev.trace), settings.max_trials)
-        reason = rule(ev)
+        if watch is not None:
+            watch.report(len(ev.trace), settings.max_trials, ev.trace[-1] if ev.trace else None)
+        reason: StopReason | None = "cancelled" if watch is not None and watch.cancelled() else rule(ev)
         if reason is not None:
             stopped.append(reason)
             study.stop()
@@ -234,23 +240,27 @@ def tune(
     *,
     overrides: dict[str, Any] | None = None,
     validate: bool = True,
-    progress: Progress | None = None,
+    progress: Progress | Watch | None = None,
 ) -> TuneResult:
     """Find the best mapping of `problem` on `target` (no caching: see `mapper.cache.tune_cached`).
+
+    `progress` hears how far the search is after every trial or enumeration chunk; a `Watch` with
+    a `cancel` callable can also stop it (stop reason ``cancelled``, best so far kept).
 
     Raises:
         ProblemError: the target cannot run the problem or price an objective.
     """
     settings = settings or SearchSettings()
     check_request(problem, target, settings)
+    watch = as_watch(progress)
     t0 = time.perf_counter()
     deadline = t0 + settings.max_seconds
     space = target.space(problem)
     plan = resolve_strategy(settings, space, problem, target)
     if plan.strategy == "exhaustive":
-        found = run_enumeration(problem, target, space, settings, deadline, plan.probe)
+        found = run_enumeration(problem, target, space, settings, deadline, plan.probe, watch)
     else:
-        found = run_study(problem, target, space, settings, plan.strategy, deadline, progress, plan.inner_points)
+        found = run_study(problem, target, space, settings, plan.strategy, deadline, watch, plan.inner_points)
         found.counts = found.counts.model_copy(
             update={"points_scored": found.counts.points_scored + (plan.probe.state.scored + 1 if plan.probe else 0)}
         )

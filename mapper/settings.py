@@ -29,6 +29,7 @@ StopReason = Literal[
     "converged",  # no improvement over `patience` trials (or `patience_seconds`): not a proof
     "trials",  # the trial budget ran out
     "seconds",  # the time budget ran out
+    "cancelled",  # the caller cancelled the search (the best found so far is kept): not a proof
 ]
 
 
