@@ -1,28 +1,55 @@
-"""Builds the FastAPI application."""
+"""Builds the FastAPI application: routers, problem-detail errors, metrics, the offline console."""
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
+from app.api import errors
+from app.api.routes import health, mappings, metrics, problems, targets, tunings, workloads
+from app.jobs.store import JobStore
 from app.settings import Settings
+
+DESCRIPTION = """Mapping search and autotuning for AI accelerators.
+
+Send a tensor problem (an einsum or a conv2d) and a target chip; get back the mapping that runs
+fastest there, why (a cost report against the roofline bound), and proof that the mapping
+computes the right thing (a tile-by-tile execution in the declared number formats).
+
+Start with **POST /v1/tunings** ("Try it out", pick an example, "Execute"), then follow the job
+at the `Location` it returns. Errors are RFC 9457 problem details.
+"""
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    """The service: OpenAPI console at /docs, served without any CDN."""
+    """The service on `settings` (default: from the environment)."""
     settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        settings.prepare()
+        app.state.store = JobStore(settings.storage_url, stale_seconds=settings.stale_seconds)
+        try:
+            yield
+        finally:
+            app.state.store.close()
+
     app = FastAPIOffline(
         title="tensormapper",
-        version="0.1.0",
-        description="Mapping search and autotuning for AI accelerators.",
+        version="0.2.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        max_body_size=settings.max_body_bytes,
     )
     app.state.settings = settings
-
-    @app.get("/health", tags=["service"])
-    def health() -> dict[str, str]:
-        """Liveness: the service answers."""
-        return {"status": "ok"}
-
+    errors.install(app)
+    metrics.install(app)
+    for module in (health, targets, workloads, problems, mappings, tunings):
+        app.include_router(module.router)
+    app.include_router(metrics.router)
     return app
 
 

@@ -41,7 +41,9 @@ _lock = threading.Lock()
 
 @cache
 def _rdb(url: str) -> RDBStorage:
-    return RDBStorage(url)
+    if url.startswith("sqlite"):  # several processes share the file: wait for the writer, don't fail
+        return RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 30}})
+    return RDBStorage(url, engine_kwargs={"pool_pre_ping": True})
 
 
 @cache
@@ -128,5 +130,6 @@ def tune_cached(
     if hit is not None:
         return hit.model_copy(update={"cached": True})
     result = tune(problem, target, settings, overrides=overrides, validate=validate, progress=progress)
-    cache_.put(result)
+    if result.stop_reason != "cancelled":  # a cancelled search is not the answer to the request
+        cache_.put(result)
     return result

@@ -268,7 +268,7 @@ def enumerate_space(
         codes = plan.codes(b0, b1)
         out.absorb(space, codes, target.score_codes(problem, codes))
         if watch is not None:
-            watch.report(out.scored, space.size, out.trace[-1])
+            watch.report(out.scored, space.size, out.trace[-1], unit="points")
     else:
         out.complete = True
     out.seconds += time.perf_counter() - t0

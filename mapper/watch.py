@@ -16,15 +16,17 @@ from dataclasses import dataclass
 Progress = Callable[[int, int, float | None], None]
 
 
-@dataclass(frozen=True)
+@dataclass
 class Watch:
-    """Callbacks a running search calls; either may be None."""
+    """Callbacks a running search calls; either may be None. `unit` is what the last report counted."""
 
     progress: Progress | None = None
     cancel: Callable[[], bool] | None = None
+    unit: str = ""
 
-    def report(self, done: int, total: int, best: float | None) -> None:
-        """Tell the caller how far the search is (units: trials, points or layers, as `total` says)."""
+    def report(self, done: int, total: int, best: float | None, unit: str = "trials") -> None:
+        """Tell the caller how far the search is: `done` of `total` `unit`s (trials, points or layers)."""
+        self.unit = unit
         if self.progress is not None:
             self.progress(done, total, best)
 

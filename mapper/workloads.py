@@ -14,11 +14,13 @@ from typing import Any
 from optuna.storages import BaseStorage
 from pydantic import BaseModel, ConfigDict, Field
 
+from costmodels.protocol import Target
 from mapper.cache import ResultCache, TargetFactory, resolve_factory
 from mapper.keys import cache_key, cost_model_version, problem_hash
 from mapper.result import TuneResult
 from mapper.search import tune
 from mapper.settings import SearchSettings
+from mapper.watch import Watch
 from workload.problem import Problem
 
 
@@ -44,6 +46,7 @@ class WorkloadResult(BaseModel):
     """Per-layer summaries, the distinct results, and totals."""
 
     model_config = ConfigDict(frozen=True)
+    complete: bool = Field(default=True, description="False when the tuning was cancelled before every layer ended")
     workload: str
     target: str
     objective: str
@@ -82,8 +85,14 @@ def tune_layers(
     workers: int = 2,
     validate: bool = True,
     factory: TargetFactory | None = None,
+    watch: Watch | None = None,
 ) -> WorkloadResult:
-    """Tune a list of layers (see the module docstring)."""
+    """Tune a list of layers (see the module docstring).
+
+    With a `watch`, layers are searched one after another in this process, progress is reported
+    per distinct layer (unit ``layers``) and a cancel stops the running layer's search and skips
+    the rest: the result then has ``complete=False`` and the skipped layers say ``cancelled``.
+    """
     t0 = time.perf_counter()
     settings = settings or SearchSettings()
     overrides = dict(overrides or {})
@@ -103,17 +112,23 @@ def tune_layers(
             results[h] = hit.model_copy(update={"cached": True})
         else:
             todo.append((h, problems[i]))
-    if len(todo) > 1 and workers > 1:
+    if watch is not None:
+        watch.report(len(results), len(first), None, unit="layers")
+    if len(todo) > 1 and workers > 1 and watch is None:
         with ProcessPoolExecutor(max_workers=min(workers, len(todo))) as pool:
             futures = [(h, pool.submit(_tune_json, p, preset, overrides, settings, validate, factory)) for h, p in todo]
             fresh = [(h, TuneResult.model_validate_json(f.result())) for h, f in futures]
     else:
-        fresh = [(h, tune(p, target, settings, overrides=overrides, validate=validate)) for h, p in todo]
+        fresh = _tune_in_turn(todo, target, settings, overrides, validate, watch, len(results), len(first))
     for h, r in fresh:
-        cache_.put(r)
+        if r.stop_reason != "cancelled":  # a cancelled search is not the layer's answer
+            cache_.put(r)
         results[h] = r
     layers = []
     for i, (p, h) in enumerate(zip(problems, hashes, strict=True)):
+        if h not in results:  # cancelled before this layer was searched
+            layers.append(_not_searched(i, p, h))
+            continue
         r = results[h]
         layers.append(
             LayerSummary(
@@ -132,7 +147,9 @@ def tune_layers(
             )
         )
     values = [lay.value for lay in layers]
+    cancelled = any(lay.stop_reason == "cancelled" for lay in layers)
     return WorkloadResult(
+        complete=not cancelled,
         workload=name,
         target=target.name,
         objective=settings.objectives[0],
@@ -143,6 +160,47 @@ def tune_layers(
         searched=len(todo),
         proven_optimal=sum(1 for r in results.values() if r.proven_optimal),
         seconds=time.perf_counter() - t0,
+    )
+
+
+def _tune_in_turn(
+    todo: list[tuple[str, Problem]],
+    target: Target,
+    settings: SearchSettings,
+    overrides: dict[str, Any],
+    validate: bool,
+    watch: Watch | None,
+    done: int,
+    total: int,
+) -> list[tuple[str, TuneResult]]:
+    """Search the layers one after another in this process, reporting to and stopping with `watch`."""
+    inner = Watch(cancel=watch.cancel) if watch is not None else None
+    fresh: list[tuple[str, TuneResult]] = []
+    for h, p in todo:
+        if watch is not None and watch.cancelled():
+            break
+        r = tune(p, target, settings, overrides=overrides, validate=validate, progress=inner)
+        fresh.append((h, r))
+        if watch is not None:
+            watch.report(done + len(fresh), total, None, unit="layers")
+        if r.stop_reason == "cancelled":
+            break
+    return fresh
+
+
+def _not_searched(index: int, problem: Problem, h: str) -> LayerSummary:
+    return LayerSummary(
+        index=index,
+        label=problem.label or f"layer {index}",
+        problem_hash=h,
+        key="",
+        feasible=False,
+        value=None,
+        gap=None,
+        proven_optimal=False,
+        stop_reason="cancelled",
+        seconds=0.0,
+        cached=False,
     )
 
 

@@ -1,0 +1,125 @@
+"""Every error is an RFC 9457 problem detail (``application/problem+json``), via fastapi-problem.
+
+- a malformed body or parameter: 422 naming the field, what is wrong and how to fix it;
+- a problem the engine rejects (`workload.errors.ProblemError`: a bad einsum token, an unknown
+  target, an override out of range, a problem the target cannot run): 422 with ``token`` and
+  ``hint`` members, the same words the CLI prints;
+- unknown job or target: 404; cancelling a finished job: 409; a body over the limit: 413;
+- anything unexpected: 500 with a generic message (the log has the traceback, the client never).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi_problem.error import ConflictProblem, NotFoundProblem, Problem, ServerProblem, UnprocessableProblem
+from fastapi_problem.handler import ExceptionHandler, add_exception_handler, new_exception_handler
+from pydantic import ValidationError
+
+from workload.errors import ProblemError
+from workload.spec import FIELD_HINTS
+
+log = logging.getLogger("tensormapper.api")
+
+
+class NotFound(NotFoundProblem):
+    title = "Not found"
+
+
+class Conflict(ConflictProblem):
+    title = "Conflict"
+
+
+class Unprocessable(UnprocessableProblem):
+    title = "Unprocessable request"
+
+
+class InternalError(ServerProblem):
+    title = "Internal server error"
+
+    def __init__(self, detail: str | None = None, **kwargs: Any) -> None:  # never echo an internal message
+        super().__init__("the service failed unexpectedly; its log has the details", **kwargs)
+
+
+def _hint(err: dict[str, Any]) -> str:
+    kind = str(err.get("type", ""))
+    loc = [str(x) for x in err.get("loc", ())]
+    named = [x for x in loc if x in FIELD_HINTS]
+    if kind == "missing":
+        return "add this field"
+    if kind == "extra_forbidden":
+        return "remove this field (check its spelling)"
+    if kind in ("union_tag_invalid", "union_tag_not_found"):
+        return "set kind to 'einsum' or 'conv2d'"
+    if named:
+        return FIELD_HINTS[named[-1]]
+    if kind == "json_invalid":
+        return "send a valid JSON document"
+    if kind.startswith("int"):
+        return 'give a whole number, e.g. 64 (not 64.0 or "64")'
+    if kind == "literal_error":
+        return f"use one of {(err.get('ctx') or {}).get('expected', 'the documented values')}"
+    return "see the request schema at /docs"
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    """The field path as a client wrote it (without pydantic's union member tags)."""
+    tags = {"einsum", "conv2d", "EinsumSpec", "Conv2dSpec", "function-after[_one_source_and_target()]"}
+    parts = [str(x) for x in loc if str(x) not in tags and not str(x).startswith("function-")]
+    return ".".join(parts) or "body"
+
+
+def explain_validation(errors: list[dict[str, Any]]) -> tuple[str, str, str]:
+    """(detail, field, hint) for the first of pydantic's errors."""
+    first = errors[0] if errors else {"msg": "invalid request", "loc": ()}
+    if first.get("type") == "json_invalid":
+        loc = tuple(first.get("loc", ()))
+        at = f" at character {loc[-1]}" if loc and isinstance(loc[-1], int) else ""
+        ctx = first.get("ctx")
+        why = ctx.get("error", "") if isinstance(ctx, dict) else ""
+        return f"the body is not valid JSON{at}: {why}".rstrip(": "), "body", _hint(first)
+    where = _where(tuple(first.get("loc", ())))
+    msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+    return f"invalid {where}: {msg}", where, _hint(first)
+
+
+def _errors(exc: RequestValidationError | ValidationError) -> list[dict[str, Any]]:
+    # errors may hold exceptions and bytes; keep what JSON can carry
+    raw = exc.errors()
+    return list(json.loads(json.dumps(raw, default=str)))
+
+
+def _request_validation(_eh: ExceptionHandler, _request: Request, exc: RequestValidationError) -> Problem:
+    errs = _errors(exc)
+    detail, field, hint = explain_validation(errs)
+    for e in errs:
+        e.pop("input", None)  # a body can be large; the location says where
+        e.pop("url", None)
+    return Unprocessable(detail, field=field, hint=hint, errors=errs)
+
+
+def _pydantic(_eh: ExceptionHandler, _request: Request, exc: ValidationError) -> Problem:
+    errs = _errors(exc)
+    detail, field, hint = explain_validation(errs)
+    return Unprocessable(detail, field=field, hint=hint)
+
+
+def _problem_error(_eh: ExceptionHandler, _request: Request, exc: ProblemError) -> Problem:
+    return Unprocessable(exc.message, token=exc.token, hint=exc.hint or "see the problem format in the README")
+
+
+def install(app: FastAPI) -> None:
+    """Answer every error of `app` with a problem detail."""
+    eh = new_exception_handler(
+        logger=log,
+        unhandled_wrappers={"default": InternalError},
+        handlers={ProblemError: _problem_error, ValidationError: _pydantic},
+        request_validation_handler=_request_validation,
+    )
+    add_exception_handler(app, eh)
+    for kind in (ProblemError, ValidationError):  # user errors: answered by the routing layer, never as a 500
+        app.add_exception_handler(kind, eh)

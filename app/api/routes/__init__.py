@@ -1,0 +1,1 @@
+"""One router per resource, each mounted under /v1 (metrics at /metrics)."""

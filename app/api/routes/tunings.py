@@ -1,0 +1,168 @@
+"""/v1/tunings: start a tuning job, follow it, cancel it, read its result.
+
+The handler only checks the request and writes a row: searches run in worker processes. An
+identical request (same content key) gets the job that already answers it, or a finished job at
+once when the result cache holds the answer, never a second search.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Depends, Path, Query, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+
+from app.api.deps import SettingsDep, StoreDep
+from app.api.errors import Conflict, NotFound
+from app.api.examples import TUNING_EXAMPLES
+from app.jobs.models import FINISHED, Job, JobPage, JobState, TuningRequest
+from app.jobs.runner import ComparisonResult, cached_result, prepare, request_json
+from app.jobs.store import JobStore
+from app.settings import Settings
+from mapper.result import TuneResult
+from mapper.workloads import WorkloadResult
+
+router = APIRouter(prefix="/v1/tunings", tags=["tunings"])
+
+JobId = Annotated[str, Path(description="job id from POST /v1/tunings", min_length=1, max_length=64)]
+
+
+def existing_job(job_id: JobId, store: StoreDep) -> Job:
+    job = store.get(job_id)
+    if job is None:
+        raise NotFound(f"no tuning job {job_id!r}: list jobs with GET /v1/tunings")
+    return job
+
+
+JobDep = Annotated[Job, Depends(existing_job)]
+
+
+@router.post(
+    "",
+    status_code=202,
+    response_model=Job,
+    summary="Start a tuning (or find the job that already answers it)",
+    responses={200: {"model": Job, "description": "an identical request already has a job: that job"}},
+)
+def create_tuning(
+    request: Annotated[TuningRequest, Body(openapi_examples=TUNING_EXAMPLES)],
+    store: StoreDep,
+    settings: SettingsDep,
+    response: Response,
+) -> Job:
+    """Queue a search of a problem (or a named workload) on one target, or a comparison on several.
+
+    Answers 202 with `Location: /v1/tunings/{id}`; follow the job there, at `.../events`, and read
+    `.../result` when it has finished. A request whose answer is cached comes back already
+    `succeeded`; one identical to a live job returns that job (200).
+    """
+    prep = prepare(request)
+    result = cached_result(prep, settings.storage_url) if prep.kind != "workload" else None
+    job, created = store.submit(
+        key=prep.key,
+        kind=prep.kind,
+        summary=prep.summary,
+        targets=request.target_list,
+        request=request_json(request),
+        result=result,
+        stop_reason="cached" if result is not None else None,
+    )
+    response.headers["Location"] = f"/v1/tunings/{job.id}"
+    response.status_code = 202 if created else 200
+    return job
+
+
+@router.get("", response_model=JobPage, summary="List tuning jobs, newest first")
+def list_tunings(
+    store: StoreDep,
+    state: Annotated[JobState | None, Query(description="only jobs in this state")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(pattern=r"^[0-9]{1,18}$", description="next_cursor of the last page")] = None,
+) -> JobPage:
+    return store.page(state=state, limit=limit, cursor=int(cursor) if cursor else None)
+
+
+@router.get("/{job_id}", response_model=Job, summary="A job: state, progress, best so far, timestamps")
+def get_tuning(job: JobDep) -> Job:
+    return job
+
+
+@router.post(
+    "/{job_id}/cancel",
+    status_code=202,
+    response_model=Job,
+    summary="Cancel a job (the best mapping found so far is kept)",
+    responses={409: {"description": "the job has already finished"}, 404: {"description": "no such job"}},
+)
+def cancel_tuning(job: JobDep, store: StoreDep) -> Job:
+    """A queued job is cancelled at once; a running one stops within a second or two and keeps its best
+    mapping in the result with stop reason `cancelled`."""
+    if job.state in FINISHED:
+        raise Conflict(f"job {job.id} has already finished ({job.state}); nothing to cancel")
+    after = store.cancel(job.id)
+    assert after is not None
+    return after
+
+
+@router.get(
+    "/{job_id}/result",
+    response_model=TuneResult | WorkloadResult | ComparisonResult,
+    summary="The full result of a finished job",
+    responses={409: {"description": "the job has no result (yet): see its state"}},
+)
+def get_result(job: JobDep, store: StoreDep) -> Response:
+    """`TuneResult` for a problem, `WorkloadResult` for a workload, `{rows: [...]}` for a comparison."""
+    raw = store.result(job.id)
+    if raw is None:
+        why = job.error if job.state == "failed" else f"the job is {job.state}"
+        raise Conflict(f"job {job.id} has no result: {why}")
+    return Response(raw, media_type="application/json")
+
+
+async def _events(
+    job_id: str, store: JobStore, settings: Settings, max_seconds: float
+) -> AsyncIterator[ServerSentEvent]:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + max_seconds
+    last_state, last_progress, last_best = None, None, None
+    while True:
+        job = await run_in_threadpool(store.get, job_id)
+        if job is None:
+            return
+        if job.state != last_state:
+            last_state = job.state
+            yield ServerSentEvent(event="state", data=job.model_dump(mode="json"))
+        progress = job.progress.model_dump(mode="json")
+        if progress != last_progress:
+            last_progress = progress
+            yield ServerSentEvent(event="progress", data=progress)
+        if job.progress.best is not None and (last_best is None or job.progress.best < last_best):
+            last_best = job.progress.best
+            yield ServerSentEvent(event="improvement", data={"best": last_best, "done": job.progress.done})
+        if job.state in FINISHED:
+            yield ServerSentEvent(event="end", data=job.model_dump(mode="json"))
+            return
+        if loop.time() >= end:
+            yield ServerSentEvent(event="timeout", data={"state": job.state, "after_seconds": max_seconds})
+            return
+        await asyncio.sleep(settings.poll_seconds)
+
+
+@router.get(
+    "/{job_id}/events",
+    response_class=EventSourceResponse,
+    summary="Server-sent events: state, progress and improvements, ending with the final state",
+)
+async def tuning_events(
+    job: JobDep,
+    store: StoreDep,
+    settings: SettingsDep,
+    max_seconds: Annotated[float, Query(gt=0, le=86_400, description="close the stream after this long")] = 3600,
+) -> AsyncIterator[ServerSentEvent]:
+    """Events `state` (the job), `progress`, `improvement` (a better best) and finally `end` (the final
+    job); `timeout` instead when `max_seconds` passes first."""
+    async for event in _events(job.id, store, settings, max_seconds):
+        yield event

@@ -1,0 +1,134 @@
+"""What a client sends to start a tuning and what it reads back about the job.
+
+A `TuningRequest` names one problem (the README's problem format) or a named workload, one target
+or several (several make a comparison, one row per target), and the search settings. Its `key`
+is a content hash of everything that decides the answer (canonical problem, workload parameters,
+targets, overrides, each target's cost-model version, search settings, validate flag), so an
+identical request finds the job that already answers it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictInt, model_validator
+
+from mapper.settings import SearchSettings, Strategy
+from workload.spec import Conv2dSpec, EinsumSpec
+
+JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+JOB_STATES: tuple[str, ...] = ("queued", "running", "succeeded", "failed", "cancelled")
+FINISHED: tuple[str, ...] = ("succeeded", "failed", "cancelled")
+ResultKind = Literal["tune", "workload", "comparison"]
+
+
+class TuningRequest(BaseModel):
+    """Start a tuning: a problem or a workload, on one target or several, with a search budget."""
+
+    model_config = ConfigDict(extra="forbid")
+    problem: EinsumSpec | Conv2dSpec | None = Field(
+        default=None, discriminator="kind", description="one problem (an einsum or a conv2d)"
+    )
+    workload: str | None = Field(default=None, description="a named workload instead of a problem, e.g. resnet50")
+    params: dict[str, JsonValue] = Field(default_factory=dict, description='workload parameters, e.g. {"batch": 16}')
+    target: str | None = Field(default=None, description="one target preset (see GET /v1/targets)")
+    targets: list[str] | None = Field(
+        default=None, min_length=1, max_length=16, description="several presets: a comparison, one row per target"
+    )
+    overrides: dict[str, JsonValue] = Field(default_factory=dict, description="hardware preset overrides")
+    objectives: list[str] = Field(default_factory=lambda: ["latency"], min_length=1, max_length=4)
+    strategy: Strategy = "auto"
+    trials: StrictInt = Field(
+        default=SearchSettings().max_trials, ge=1, le=100_000, description="Optuna trials at most"
+    )
+    seconds: float = Field(default=SearchSettings().max_seconds, gt=0, le=3600, description="search time budget")
+    patience: StrictInt = Field(default=SearchSettings().patience, ge=0, le=100_000)
+    seed: StrictInt = Field(default=0, ge=0, le=2**31 - 1)
+    validate_result: bool = Field(default=True, alias="validate", description="run the executor on the best mapping")
+
+    @model_validator(mode="after")
+    def _one_source_and_target(self) -> TuningRequest:
+        if (self.problem is None) == (self.workload is None):
+            raise ValueError("give exactly one of problem or workload")
+        if self.params and self.workload is None:
+            raise ValueError("params go with a workload")
+        if (self.target is None) == (self.targets is None):
+            raise ValueError("give exactly one of target or targets")
+        if self.targets is not None and len(set(self.targets)) != len(self.targets):
+            raise ValueError("a target is listed twice in targets")
+        return self
+
+    @property
+    def target_list(self) -> list[str]:
+        return list(self.targets) if self.targets is not None else [str(self.target)]
+
+    @property
+    def comparison(self) -> bool:
+        return self.targets is not None
+
+    def search_settings(self) -> SearchSettings:
+        """The engine's settings (raises pydantic's ValidationError for an unknown objective)."""
+        return SearchSettings(
+            strategy=self.strategy,
+            objectives=tuple(self.objectives),
+            max_trials=self.trials,
+            max_seconds=self.seconds,
+            patience=self.patience,
+            seed=self.seed,
+        )
+
+    def key(self, problem_hashes: list[str], versions: dict[str, str]) -> str:
+        """Content key: identical requests (same canonical problems, targets, models, settings) share it."""
+        payload: dict[str, Any] = {
+            "problems": problem_hashes,
+            "workload": self.workload,
+            "params": self.params,
+            "targets": self.target_list,
+            "comparison": self.comparison,
+            "overrides": self.overrides,
+            "versions": versions,
+            "settings": self.search_settings().model_dump(mode="json"),
+            "validate": self.validate_result,
+        }
+        return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class JobProgress(BaseModel):
+    """How far a job is: `done` of `total` `unit`s (trials, points, layers or targets)."""
+
+    done: int = 0
+    total: int = 0
+    unit: str = ""
+    best: float | None = Field(default=None, description="best first-objective value found so far")
+
+
+class Job(BaseModel):
+    """A tuning job as the API shows it."""
+
+    id: str
+    state: JobState
+    kind: ResultKind
+    summary: str = Field(description="what is being tuned, in one line")
+    targets: list[str]
+    progress: JobProgress
+    stop_reason: str | None = None
+    error: str | None = None
+    cancel_requested: bool = False
+    worker: str | None = Field(default=None, description="the worker process that ran (or runs) the job")
+    attempts: int = Field(default=0, description="times the job was claimed (more than 1: a worker died)")
+    created_at: float = Field(description="Unix time")
+    started_at: float | None = None
+    finished_at: float | None = None
+    heartbeat_at: float | None = None
+    key: str = Field(description="content key of the request")
+    request: dict[str, Any]
+    links: dict[str, str] = Field(default_factory=dict)
+
+
+class JobPage(BaseModel):
+    """A page of jobs, newest first; pass `next_cursor` as `cursor` for the next page."""
+
+    items: list[Job]
+    next_cursor: str | None = None

@@ -1,0 +1,357 @@
+"""Jobs in a SQL database: submit, claim, heartbeat, cancel, finish, and re-queue the abandoned.
+
+The database is the service's one storage: an embedded SQLite file by default, PostgreSQL when
+the settings name one. Claims are atomic: on PostgreSQL the oldest queued row is locked with
+``FOR UPDATE SKIP LOCKED``, on SQLite the claim runs in a ``BEGIN IMMEDIATE`` transaction (one
+writer at a time); in both the update re-checks ``state = 'queued'``. A job whose worker stopped
+heartbeating for `stale_seconds` goes back to the queue (or to ``cancelled`` if a cancel was
+asked). There is no scheduler beyond that claim.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, delete, event, func, insert, select, text, update
+from sqlalchemy.exc import IntegrityError
+
+from app.jobs.models import FINISHED, Job, JobPage, JobProgress
+from app.jobs.tables import jobs, metadata, workers
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for the store (and pre-ping, so a restarted database is reconnected to)."""
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_pre_ping=True, future=True)
+    engine = create_engine(url, pool_pre_ping=True, connect_args={"timeout": 30, "check_same_thread": False})
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # SQLAlchemy emits BEGIN itself (below), as its docs recommend
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")  # readers do not wait for the writer
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("immediate") else "BEGIN")
+
+    return engine
+
+
+def new_worker_id() -> str:
+    """host:pid:random, unique per worker process."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class JobStore:
+    """The job rows of one database."""
+
+    def __init__(self, url: str, *, stale_seconds: float = 30.0) -> None:
+        self.url = url
+        self.stale_seconds = stale_seconds
+        self.engine = make_engine(url)
+        metadata.create_all(self.engine)
+
+    @contextmanager
+    def _tx(self, immediate: bool = False) -> Iterator[Connection]:
+        conn = self.engine.connect()
+        if immediate and self.engine.dialect.name == "sqlite":
+            conn = conn.execution_options(immediate=True)
+        try:
+            with conn.begin():
+                yield conn
+        finally:
+            conn.close()
+
+    # ---- submit and read -------------------------------------------------------------------
+
+    def submit(
+        self,
+        *,
+        key: str,
+        kind: str,
+        summary: str,
+        targets: list[str],
+        request: dict[str, Any],
+        result: str | None = None,
+        stop_reason: str | None = None,
+    ) -> tuple[Job, bool]:
+        """Queue a job, or return the live job of the same key. With `result`, the job is born finished.
+
+        Returns:
+            (job, created): created is False when an existing job answers the request.
+        """
+        now = time.time()
+        row = {
+            "id": uuid.uuid4().hex,
+            "key": key,
+            "active_key": key,
+            "kind": kind,
+            "summary": summary[:300],
+            "targets": json.dumps(targets),
+            "request": json.dumps(request, sort_keys=True),
+            "state": "queued" if result is None else "succeeded",
+            "progress_done": 0 if result is None else 1,
+            "progress_total": 0 if result is None else 1,
+            "progress_unit": "" if result is None else "cached",
+            "result": result,
+            "stop_reason": stop_reason,
+            "cancel_requested": False,
+            "attempts": 0,
+            "created_at": now,
+            "finished_at": None if result is None else now,
+        }
+        existing = self.find_active(key)
+        if existing is not None:
+            return existing, False
+        try:
+            with self._tx() as c:
+                c.execute(insert(jobs).values(**row))
+        except IntegrityError:  # an identical request won the race
+            found = self.find_active(key)
+            if found is None:
+                raise
+            return found, False
+        job = self.get(str(row["id"]))
+        assert job is not None
+        return job, True
+
+    def find_active(self, key: str) -> Job | None:
+        with self._tx() as c:
+            r = c.execute(select(jobs).where(jobs.c.active_key == key)).mappings().first()
+        return _job(r) if r else None
+
+    def get(self, job_id: str) -> Job | None:
+        with self._tx() as c:
+            r = c.execute(select(jobs).where(jobs.c.id == job_id)).mappings().first()
+        return _job(r) if r else None
+
+    def result(self, job_id: str) -> str | None:
+        """The stored result JSON of a job (None until it has one)."""
+        with self._tx() as c:
+            return c.execute(select(jobs.c.result).where(jobs.c.id == job_id)).scalar()
+
+    def page(self, *, state: str | None = None, limit: int = 50, cursor: int | None = None) -> JobPage:
+        """Jobs newest first; `cursor` is the `seq` after which to continue (from `next_cursor`)."""
+        q = select(jobs).order_by(jobs.c.seq.desc()).limit(limit + 1)
+        if state:
+            q = q.where(jobs.c.state == state)
+        if cursor is not None:
+            q = q.where(jobs.c.seq < cursor)
+        with self._tx() as c:
+            rows = list(c.execute(q).mappings())
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return JobPage(items=[_job(r) for r in rows], next_cursor=str(rows[-1]["seq"]) if more and rows else None)
+
+    def counts(self) -> dict[str, int]:
+        """Jobs per state."""
+        with self._tx() as c:
+            return {s: int(n) for s, n in c.execute(select(jobs.c.state, func.count()).group_by(jobs.c.state))}
+
+    def search_seconds(self) -> tuple[float, int]:
+        """Total seconds finished jobs spent running, and how many there are."""
+        q = select(func.sum(jobs.c.finished_at - jobs.c.started_at), func.count()).where(
+            jobs.c.started_at.is_not(None), jobs.c.finished_at.is_not(None)
+        )
+        with self._tx() as c:
+            total, n = c.execute(q).one()
+        return float(total or 0.0), int(n)
+
+    def ping(self) -> None:
+        """Raise if the database cannot be reached."""
+        with self._tx() as c:
+            c.execute(text("SELECT 1"))
+
+    # ---- cancel ----------------------------------------------------------------------------
+
+    def cancel(self, job_id: str) -> Job | None:
+        """Cancel a queued job at once, or ask its worker to stop a running one.
+
+        Returns the job after the change (None if unknown). A finished job is returned unchanged:
+        the caller tells it by its state.
+        """
+        now = time.time()
+        with self._tx(immediate=True) as c:
+            c.execute(
+                update(jobs)
+                .where(jobs.c.id == job_id, jobs.c.state == "queued")
+                .values(state="cancelled", active_key=None, finished_at=now, stop_reason="cancelled")
+            )
+            c.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.state == "running").values(cancel_requested=True))
+        return self.get(job_id)
+
+    def cancel_requested(self, job_id: str) -> bool:
+        with self._tx() as c:
+            return bool(c.execute(select(jobs.c.cancel_requested).where(jobs.c.id == job_id)).scalar())
+
+    # ---- workers ---------------------------------------------------------------------------
+
+    def claim(self, worker: str) -> Job | None:
+        """Take the oldest queued job for `worker` (after re-queueing abandoned ones), or None."""
+        self.requeue_stale()
+        now = time.time()
+        pick = select(jobs.c.id).where(jobs.c.state == "queued").order_by(jobs.c.seq).limit(1)
+        if self.engine.dialect.name == "postgresql":
+            pick = pick.with_for_update(skip_locked=True)
+        with self._tx(immediate=True) as c:
+            job_id = c.execute(pick).scalar()
+            if job_id is None:
+                return None
+            done = c.execute(
+                update(jobs)
+                .where(jobs.c.id == job_id, jobs.c.state == "queued")
+                .values(
+                    state="running",
+                    worker=worker,
+                    started_at=now,
+                    heartbeat_at=now,
+                    attempts=jobs.c.attempts + 1,
+                )
+            ).rowcount
+        return self.get(job_id) if done == 1 else None
+
+    def pulse(self, job_id: str, worker: str, progress: JobProgress | None = None) -> bool:
+        """Heartbeat a claimed job (with its progress); True if its client asked it to stop."""
+        values: dict[str, Any] = {"heartbeat_at": time.time()}
+        if progress is not None:
+            values |= {
+                "progress_done": progress.done,
+                "progress_total": progress.total,
+                "progress_unit": progress.unit,
+                "best": progress.best,
+            }
+        with self._tx() as c:
+            c.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.worker == worker).values(**values))
+            return bool(c.execute(select(jobs.c.cancel_requested).where(jobs.c.id == job_id)).scalar())
+
+    def finish(
+        self,
+        job_id: str,
+        worker: str,
+        *,
+        state: str,
+        result: str | None = None,
+        stop_reason: str | None = None,
+        error: str | None = None,
+        progress: JobProgress | None = None,
+    ) -> bool:
+        """Record the end of a job this worker holds; False if it lost the claim meanwhile."""
+        assert state in FINISHED
+        values: dict[str, Any] = {
+            "state": state,
+            "result": result,
+            "stop_reason": stop_reason,
+            "error": error,
+            "finished_at": time.time(),
+        }
+        if state != "succeeded":
+            values["active_key"] = None  # a new identical request searches again
+        if progress is not None:
+            values |= {
+                "progress_done": progress.done,
+                "progress_total": progress.total,
+                "progress_unit": progress.unit,
+                "best": progress.best,
+            }
+        with self._tx(immediate=True) as c:
+            n = c.execute(
+                update(jobs)
+                .where(jobs.c.id == job_id, jobs.c.worker == worker, jobs.c.state == "running")
+                .values(**values)
+            ).rowcount
+        return n == 1
+
+    def release(self, job_id: str, worker: str) -> None:
+        """Give a job this worker holds back to the queue (the worker is shutting down)."""
+        with self._tx(immediate=True) as c:
+            c.execute(
+                update(jobs)
+                .where(jobs.c.id == job_id, jobs.c.worker == worker, jobs.c.state == "running")
+                .values(state="queued", worker=None, heartbeat_at=None, started_at=None)
+            )
+
+    def requeue_stale(self) -> int:
+        """Give jobs whose worker stopped heartbeating back to the queue (cancelled if a cancel was asked)."""
+        limit = time.time() - self.stale_seconds
+        stale = (jobs.c.state == "running", jobs.c.heartbeat_at < limit)
+        with self._tx(immediate=True) as c:
+            c.execute(
+                update(jobs)
+                .where(*stale, jobs.c.cancel_requested.is_(True))
+                .values(state="cancelled", active_key=None, finished_at=time.time(), stop_reason="cancelled")
+            )
+            return int(
+                c.execute(
+                    update(jobs).where(*stale).values(state="queued", worker=None, heartbeat_at=None, started_at=None)
+                ).rowcount
+            )
+
+    def worker_seen(self, worker: str, job_id: str | None = None) -> None:
+        """Record that a worker is alive (and what it holds)."""
+        host, _, rest = worker.partition(":")
+        pid = int(rest.split(":")[0]) if rest.split(":")[0].isdigit() else 0
+        now = time.time()
+        with self._tx() as c:
+            n = c.execute(update(workers).where(workers.c.id == worker).values(seen_at=now, job_id=job_id)).rowcount
+            if n == 0:
+                c.execute(
+                    insert(workers).values(id=worker, host=host, pid=pid, started_at=now, seen_at=now, job_id=job_id)
+                )
+
+    def worker_gone(self, worker: str) -> None:
+        with self._tx() as c:
+            c.execute(delete(workers).where(workers.c.id == worker))
+
+    def live_workers(self, within: float | None = None) -> list[dict[str, Any]]:
+        """Workers seen within `within` seconds (default `stale_seconds`)."""
+        limit = time.time() - (self.stale_seconds if within is None else within)
+        with self._tx() as c:
+            rows = c.execute(select(workers).where(workers.c.seen_at >= limit).order_by(workers.c.id)).mappings()
+            return [dict(r) for r in rows]
+
+    def queue_depth(self) -> int:
+        with self._tx() as c:
+            return int(c.execute(select(func.count()).select_from(jobs).where(jobs.c.state == "queued")).scalar() or 0)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _job(r: Any) -> Job:
+    return Job(
+        id=r["id"],
+        state=r["state"],
+        kind=r["kind"],
+        summary=r["summary"],
+        targets=json.loads(r["targets"]),
+        progress=JobProgress(
+            done=r["progress_done"] or 0, total=r["progress_total"] or 0, unit=r["progress_unit"] or "", best=r["best"]
+        ),
+        stop_reason=r["stop_reason"],
+        error=r["error"],
+        cancel_requested=bool(r["cancel_requested"]),
+        worker=r["worker"],
+        attempts=r["attempts"] or 0,
+        created_at=r["created_at"],
+        started_at=r["started_at"],
+        finished_at=r["finished_at"],
+        heartbeat_at=r["heartbeat_at"],
+        key=r["key"],
+        request=json.loads(r["request"]),
+        links={
+            "self": f"/v1/tunings/{r['id']}",
+            "result": f"/v1/tunings/{r['id']}/result",
+            "events": f"/v1/tunings/{r['id']}/events",
+            "cancel": f"/v1/tunings/{r['id']}/cancel",
+        },
+    )
