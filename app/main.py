@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
-from app.api import errors
+from app.api import body_limit, errors
 from app.api.routes import health, mappings, metrics, problems, targets, tunings, workloads
 from app.jobs.store import JobStore
 from app.settings import Settings
@@ -42,7 +42,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.2.0",
         description=DESCRIPTION,
         lifespan=lifespan,
-        max_body_size=settings.max_body_bytes,
     )
     app.state.settings = settings
     errors.install(app)
@@ -50,6 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (health, targets, workloads, problems, mappings, tunings):
         app.include_router(module.router)
     app.include_router(metrics.router)
+    body_limit.install(app, settings.max_body_bytes)
     return app
 
 
