@@ -55,9 +55,10 @@ def new_worker_id() -> str:
 class JobStore:
     """The job rows of one database."""
 
-    def __init__(self, url: str, *, stale_seconds: float = 30.0) -> None:
+    def __init__(self, url: str, *, stale_seconds: float = 30.0, max_attempts: int = 3) -> None:
         self.url = url
         self.stale_seconds = stale_seconds
+        self.max_attempts = max_attempts
         self.engine = make_engine(url)
         metadata.create_all(self.engine)
 
@@ -281,7 +282,11 @@ class JobStore:
             )
 
     def requeue_stale(self) -> int:
-        """Give jobs whose worker stopped heartbeating back to the queue (cancelled if a cancel was asked)."""
+        """Give jobs whose worker stopped heartbeating back to the queue.
+
+        A job whose cancel was asked ends ``cancelled`` instead; one that has already worn out
+        `max_attempts` workers (a crash or out-of-memory it causes every time) ends ``failed``.
+        """
         limit = time.time() - self.stale_seconds
         stale = (jobs.c.state == "running", jobs.c.heartbeat_at < limit)
         with self._tx(immediate=True) as c:
@@ -289,6 +294,16 @@ class JobStore:
                 update(jobs)
                 .where(*stale, jobs.c.cancel_requested.is_(True))
                 .values(state="cancelled", active_key=None, finished_at=time.time(), stop_reason="cancelled")
+            )
+            c.execute(
+                update(jobs)
+                .where(*stale, jobs.c.attempts >= self.max_attempts)
+                .values(
+                    state="failed",
+                    active_key=None,
+                    finished_at=time.time(),
+                    error=f"its worker stopped responding {self.max_attempts} times (crashed or ran out of memory?)",
+                )
             )
             return int(
                 c.execute(

@@ -117,6 +117,20 @@ def test_a_job_whose_worker_stopped_heartbeating_is_requeued(any_settings: Setti
     assert job is not None and job.id == a and job.worker == "alive" and job.attempts == 2
 
 
+def test_a_job_that_kills_every_worker_fails_after_max_attempts(any_settings: Settings) -> None:
+    any_settings.prepare()
+    store = JobStore(any_settings.storage_url, stale_seconds=0.2, max_attempts=2)
+    a, _ = _submit(store)
+    assert store.claim("w1") is not None
+    time.sleep(0.3)
+    assert store.claim("w2") is not None  # second attempt
+    time.sleep(0.3)
+    assert store.claim("w3") is None
+    job = store.get(a)
+    assert job is not None and job.state == "failed" and "2 times" in (job.error or "")
+    assert _submit(store)[1]  # the key is free: a new request may try again
+
+
 def test_a_heartbeating_job_is_not_requeued(any_settings: Settings) -> None:
     store = _store(any_settings, stale=0.4)
     a, _ = _submit(store)
