@@ -21,6 +21,6 @@ def test_from_mapper_import_tune_works_for_a_python_user() -> None:
     from mapper import SearchSettings, tune
     from workload import conv2d
 
-    r = tune(conv2d(in_channels=16, out_channels=16, input_height=8, input_width=8, kernel=3, padding=1),
+    r = tune(conv2d(batch=1, in_channels=16, out_channels=16, input_height=8, input_width=8, kernel=3, padding=1),
              get_target("wormhole-n150"), SearchSettings())  # fmt: skip
     assert r.feasible and r.validation_passed and r.proven_optimal
