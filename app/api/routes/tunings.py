@@ -39,13 +39,25 @@ def existing_job(job_id: JobId, store: StoreDep) -> Job:
 
 JobDep = Annotated[Job, Depends(existing_job)]
 
+_BY_ID = {"job_id": "$response.body#/id"}
+#: OpenAPI links from a created job to what a client does next (clients and stateful fuzzers follow them)
+JOB_LINKS = {
+    "GetTuning": {"operationId": "get_tuning", "parameters": _BY_ID},
+    "GetTuningResult": {"operationId": "get_tuning_result", "parameters": _BY_ID},
+    "CancelTuning": {"operationId": "cancel_tuning", "parameters": _BY_ID},
+}
+
 
 @router.post(
     "",
     status_code=202,
     response_model=Job,
+    operation_id="create_tuning",
     summary="Start a tuning (or find the job that already answers it)",
-    responses={200: {"model": Job, "description": "an identical request already has a job: that job"}},
+    responses={
+        200: {"model": Job, "description": "an identical request already has a job: that job", "links": JOB_LINKS},
+        202: {"description": "queued (or born finished from the result cache)", "links": JOB_LINKS},
+    },
 )
 def create_tuning(
     request: Annotated[TuningRequest, Body(openapi_examples=TUNING_EXAMPLES)],
@@ -75,7 +87,7 @@ def create_tuning(
     return job
 
 
-@router.get("", response_model=JobPage, summary="List tuning jobs, newest first")
+@router.get("", response_model=JobPage, operation_id="list_tunings", summary="List tuning jobs, newest first")
 def list_tunings(
     store: StoreDep,
     state: Annotated[JobState | None, Query(description="only jobs in this state")] = None,
@@ -85,7 +97,13 @@ def list_tunings(
     return store.page(state=state, limit=limit, cursor=int(cursor) if cursor else None)
 
 
-@router.get("/{job_id}", response_model=Job, summary="A job: state, progress, best so far, timestamps")
+@router.get(
+    "/{job_id}",
+    response_model=Job,
+    operation_id="get_tuning",
+    summary="A job: state, progress, best so far, timestamps",
+    responses={404: {"description": "no such job"}},
+)
 def get_tuning(job: JobDep) -> Job:
     return job
 
@@ -94,6 +112,7 @@ def get_tuning(job: JobDep) -> Job:
     "/{job_id}/cancel",
     status_code=202,
     response_model=Job,
+    operation_id="cancel_tuning",
     summary="Cancel a job (the best mapping found so far is kept)",
     responses={409: {"description": "the job has already finished"}, 404: {"description": "no such job"}},
 )
@@ -110,8 +129,12 @@ def cancel_tuning(job: JobDep, store: StoreDep) -> Job:
 @router.get(
     "/{job_id}/result",
     response_model=TuneResult | WorkloadResult | ComparisonResult,
+    operation_id="get_tuning_result",
     summary="The full result of a finished job",
-    responses={409: {"description": "the job has no result (yet): see its state"}},
+    responses={
+        409: {"description": "the job has no result (yet): see its state"},
+        404: {"description": "no such job"},
+    },
 )
 def get_result(job: JobDep, store: StoreDep) -> Response:
     """`TuneResult` for a problem, `WorkloadResult` for a workload, `{rows: [...]}` for a comparison."""
@@ -154,6 +177,8 @@ async def _events(
 @router.get(
     "/{job_id}/events",
     response_class=EventSourceResponse,
+    operation_id="tuning_events",
+    responses={404: {"description": "no such job"}},
     summary="Server-sent events: state, progress and improvements, ending with the final state",
 )
 async def tuning_events(
