@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
 from app.api import body_limit, errors
+from app.api.deps import Reader
 from app.api.routes import health, mappings, metrics, problems, targets, tunings, workloads
 from app.jobs.store import JobStore
 from app.settings import Settings
@@ -46,8 +47,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     errors.install(app)
     metrics.install(app)
-    for module in (health, targets, workloads, problems, mappings, tunings):
-        app.include_router(module.router)
+    app.include_router(health.router)
+    for module in (targets, workloads, problems, mappings, tunings):
+        app.include_router(module.router, dependencies=[Reader])
     app.include_router(metrics.router)
     body_limit.install(app, settings.max_body_bytes)
     return app

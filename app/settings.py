@@ -30,6 +30,24 @@ class Settings(BaseSettings):
     stale_seconds: float = Field(default=30.0, gt=0, description="a job not heartbeated for this long is re-queued")
     poll_seconds: float = Field(default=0.5, gt=0, le=10, description="how often idle workers and event streams look")
 
+    # limits: exceeding one is a 4xx naming the limit and the setting that raises it
+    max_axes: int = Field(default=16, ge=1, le=16, description="axes per problem (the engine's hard limit is 16)")
+    max_axis_size: int = Field(default=1 << 24, ge=1, le=1 << 24, description="size of one axis")
+    max_macs: float = Field(default=1e15, gt=0, description="total MACs of a request (every layer of a workload)")
+    max_trials: int = Field(default=100_000, ge=1, le=1_000_000, description="trials a request may ask for")
+    max_search_seconds: float = Field(default=3600.0, gt=0, description="search seconds a request may ask for")
+    max_active_per_client: int = Field(
+        default=200, ge=1, description="queued or running jobs one client (token or address) may have at once"
+    )
+    api_tokens: str = Field(
+        default="", description="comma-separated bearer tokens; when set, creating or cancelling work needs one"
+    )
+    auth_reads: bool = Field(default=False, description="with api_tokens, require a token on read routes too")
+
+    @property
+    def tokens(self) -> tuple[str, ...]:
+        return tuple(t.strip() for t in self.api_tokens.split(",") if t.strip())
+
     @property
     def storage_url(self) -> str:
         """The database URL jobs and results live in."""

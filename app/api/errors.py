@@ -16,7 +16,14 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi_problem.error import ConflictProblem, NotFoundProblem, Problem, ServerProblem, UnprocessableProblem
+from fastapi_problem.error import (
+    ConflictProblem,
+    NotFoundProblem,
+    Problem,
+    ServerProblem,
+    StatusProblem,
+    UnprocessableProblem,
+)
 from fastapi_problem.handler import ExceptionHandler, add_exception_handler, new_exception_handler
 from pydantic import ValidationError
 
@@ -36,6 +43,19 @@ class Conflict(ConflictProblem):
 
 class Unprocessable(UnprocessableProblem):
     title = "Unprocessable request"
+
+
+class TooMany(StatusProblem):
+    title = "Too many requests"
+    status = 429
+
+
+class Unauthorized(StatusProblem):
+    title = "Unauthorized"
+    status = 401
+
+    def __init__(self, detail: str | None = None, **kwargs: Any) -> None:
+        super().__init__(detail, headers={"WWW-Authenticate": "Bearer"}, **kwargs)
 
 
 class InternalError(ServerProblem):

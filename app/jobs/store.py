@@ -85,6 +85,7 @@ class JobStore:
         request: dict[str, Any],
         result: str | None = None,
         stop_reason: str | None = None,
+        client: str | None = None,
     ) -> tuple[Job, bool]:
         """Queue a job, or return the live job of the same key. With `result`, the job is born finished.
 
@@ -107,6 +108,7 @@ class JobStore:
             "result": result,
             "stop_reason": stop_reason,
             "cancel_requested": False,
+            "client": client,
             "attempts": 0,
             "created_at": now,
             "finished_at": None if result is None else now,
@@ -135,6 +137,16 @@ class JobStore:
         with self._tx() as c:
             r = c.execute(select(jobs).where(jobs.c.id == job_id)).mappings().first()
         return _job(r) if r else None
+
+    def active_of(self, client: str) -> int:
+        """Jobs of a client that are queued or running."""
+        q = (
+            select(func.count())
+            .select_from(jobs)
+            .where(jobs.c.client == client, jobs.c.state.in_(("queued", "running")))
+        )
+        with self._tx() as c:
+            return int(c.execute(q).scalar() or 0)
 
     def result(self, job_id: str) -> str | None:
         """The stored result JSON of a job (None until it has one)."""

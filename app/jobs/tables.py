@@ -30,6 +30,7 @@ jobs = Table(
     Column("error", Text, nullable=True),
     Column("cancel_requested", Boolean, nullable=False, default=False),
     Column("worker", String(200), nullable=True),
+    Column("client", String(80), nullable=True),
     Column("attempts", Integer, nullable=False, default=0),
     Column("created_at", Float, nullable=False),
     Column("started_at", Float, nullable=True),
@@ -37,6 +38,7 @@ jobs = Table(
     Column("heartbeat_at", Float, nullable=True),
 )
 Index("tm_jobs_state_seq", jobs.c.state, jobs.c.seq)
+Index("tm_jobs_client_state", jobs.c.client, jobs.c.state)
 
 #: worker processes, so /v1/ready can tell whether anything will run the queue
 workers = Table(

@@ -15,9 +15,10 @@ from fastapi import APIRouter, Body, Depends, Path, Query, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
-from app.api.deps import SettingsDep, StoreDep
+from app.api.deps import ClientDep, SettingsDep, StoreDep, Writer
 from app.api.errors import Conflict, NotFound
 from app.api.examples import TUNING_EXAMPLES
+from app.api.limits import check_client_quota, check_request_limits
 from app.jobs.models import FINISHED, Job, JobPage, JobState, TuningRequest
 from app.jobs.runner import ComparisonResult, cached_result, prepare, request_json
 from app.jobs.store import JobStore
@@ -53,6 +54,7 @@ JOB_LINKS = {
     status_code=202,
     response_model=Job,
     operation_id="create_tuning",
+    dependencies=[Writer],
     summary="Start a tuning (or find the job that already answers it)",
     responses={
         200: {"model": Job, "description": "an identical request already has a job: that job", "links": JOB_LINKS},
@@ -64,6 +66,7 @@ def create_tuning(
     store: StoreDep,
     settings: SettingsDep,
     response: Response,
+    client: ClientDep,
 ) -> Job:
     """Queue a search of a problem (or a named workload) on one target, or a comparison on several.
 
@@ -72,6 +75,13 @@ def create_tuning(
     `succeeded`; one identical to a live job returns that job (200).
     """
     prep = prepare(request)
+    check_request_limits(prep, settings)
+    live = store.find_active(prep.key)
+    if live is not None:  # an identical request is already answered or being answered
+        response.headers["Location"] = f"/v1/tunings/{live.id}"
+        response.status_code = 200
+        return live
+    check_client_quota(store.active_of(client), settings)
     result = cached_result(prep, settings.storage_url) if prep.kind != "workload" else None
     job, created = store.submit(
         key=prep.key,
@@ -81,6 +91,7 @@ def create_tuning(
         request=request_json(request),
         result=result,
         stop_reason="cached" if result is not None else None,
+        client=client,
     )
     response.headers["Location"] = f"/v1/tunings/{job.id}"
     response.status_code = 202 if created else 200
@@ -113,6 +124,7 @@ def get_tuning(job: JobDep) -> Job:
     status_code=202,
     response_model=Job,
     operation_id="cancel_tuning",
+    dependencies=[Writer],
     summary="Cancel a job (the best mapping found so far is kept)",
     responses={409: {"description": "the job has already finished"}, 404: {"description": "no such job"}},
 )
