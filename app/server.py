@@ -45,10 +45,10 @@ def check_storage(settings: Settings) -> None:
         raise StorageUnusable(f"cannot use {where} for jobs: {type(e).__name__}: {str(e).splitlines()[0]}") from None
 
 
-def _worker_main(settings_json: str) -> None:
+def _worker_main(settings_json: str, parent_pid: int) -> None:
     from app.jobs.worker import run_worker
 
-    run_worker(Settings.model_validate_json(settings_json))
+    run_worker(Settings.model_validate_json(settings_json), parent_pid=parent_pid)
 
 
 def start_workers(settings: Settings, n: int) -> list[BaseProcess]:
@@ -56,7 +56,8 @@ def start_workers(settings: Settings, n: int) -> list[BaseProcess]:
     ctx = mp.get_context("spawn")
     procs: list[BaseProcess] = []
     for i in range(n):
-        p = ctx.Process(target=_worker_main, args=(settings.model_dump_json(),), name=f"tm-worker-{i}", daemon=True)
+        args = (settings.model_dump_json(), os.getpid())
+        p = ctx.Process(target=_worker_main, args=args, name=f"tm-worker-{i}", daemon=True)
         p.start()
         procs.append(p)
     return procs

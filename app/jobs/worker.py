@@ -10,6 +10,7 @@ stops heartbeating; after `stale_seconds` the next claim re-queues its job.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import traceback
@@ -100,11 +101,15 @@ class Worker:
             return
         self.store.finish(job.id, self.id, state=state, result=result, stop_reason=reason, progress=pulse.progress)
 
-    def run(self) -> None:
-        """Take jobs until `stopping` is set."""
+    def run(self, parent_pid: int | None = None) -> None:
+        """Take jobs until `stopping` is set (or, given `parent_pid`, until that parent is gone: a worker
+        `mapper serve` started finishes its job and exits when the server dies, rather than linger)."""
         log.info("worker %s on %s", self.id, _redact(self.settings.storage_url))
         try:
             while not self.stopping.is_set():
+                if parent_pid is not None and os.getppid() != parent_pid:
+                    log.info("worker %s: its server (pid %d) is gone; exiting", self.id, parent_pid)
+                    break
                 try:
                     job = self.run_once()
                 except Exception:  # database outage: wait and try again (pool_pre_ping reconnects)
@@ -128,8 +133,8 @@ def _redact(url: str) -> str:
     return f"{scheme}://{cred.split(':')[0]}@{tail}"
 
 
-def run_worker(settings: Settings) -> None:
-    """Entry point of `mapper worker`: run jobs until SIGTERM or Ctrl-C."""
+def run_worker(settings: Settings, parent_pid: int | None = None) -> None:
+    """Entry point of `mapper worker`: run jobs until SIGTERM or Ctrl-C (or the death of `parent_pid`)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings.prepare()
     worker = Worker(settings)
@@ -139,4 +144,4 @@ def run_worker(settings: Settings) -> None:
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    worker.run()
+    worker.run(parent_pid)
