@@ -109,3 +109,91 @@ def show_workload(console: Console, w: WorkloadResult) -> None:
         f"total {w.objective}: {fmt(w.total_value, unit)}; {len(w.layers)} layers, {w.distinct} distinct, "
         f"{w.searched} searched, {w.proven_optimal} proven optimal; {w.seconds:.2f} s"
     )
+
+
+def _validation_word(r: TuneResult | WorkloadResult) -> str:
+    results = list(r.results.values()) if isinstance(r, WorkloadResult) else [r]
+    verdicts = [x.validation_passed for x in results]
+    if any(v is False for v in verdicts):
+        return "FAILED"
+    if verdicts and all(v is True for v in verdicts):
+        return "passed"
+    return "-" if all(v is None for v in verdicts) else "partly"
+
+
+def comparison_table(rows: list[tuple[str, TuneResult | WorkloadResult | None, str | None]]) -> Table:
+    """One row per target of a comparison: best value (a workload's total), gap, optimality, validation."""
+    first = next((r for _, r, _ in rows if r is not None), None)
+    objective = (first.objective if isinstance(first, WorkloadResult) else first.objectives[0]) if first else "value"
+    what = first.workload if isinstance(first, WorkloadResult) else (first.problem if first else "")
+    t = Table(title=escape(f"{what}: {objective} by target"), title_justify="left")
+    for col, just in (("target", "left"), (objective, "right"), ("gap", "right"), ("optimal", "left")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    t.add_column("validation")
+    t.add_column("stop / note")
+    unit = UNITS.get(objective, "")
+    for target, r, error in rows:
+        if r is None:
+            t.add_row(escape(target), "-", "-", "-", "-", escape(f"error: {error or 'no result'}"))
+        elif isinstance(r, WorkloadResult):
+            gaps = [lay.gap for lay in r.layers if lay.gap is not None]
+            t.add_row(
+                escape(target),
+                fmt(r.total_value, unit),
+                f"max {max(gaps):.1%}" if gaps else "-",
+                f"{r.proven_optimal}/{r.distinct} layers",
+                _validation_word(r),
+                f"{len(r.layers)} layers, {r.seconds:.2f} s",
+            )
+        else:
+            t.add_row(
+                escape(target),
+                fmt(r.best_value(), unit),
+                "-" if r.gap is None else f"{r.gap:.2%}",
+                "yes" if r.proven_optimal else "no",
+                _validation_word(r),
+                escape(r.stop_reason + ("" if r.feasible else "; infeasible") + (" (cached)" if r.cached else "")),
+            )
+    return t
+
+
+def show_comparison(console: Console, rows: list[tuple[str, TuneResult | WorkloadResult | None, str | None]]) -> None:
+    """The comparison table of several targets."""
+    console.print(comparison_table(rows))
+
+
+def _cell(value: object, width: int = 60) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list | tuple):
+        return ", ".join(_cell(v, width) for v in value)
+    text = "" if value is None else str(value).strip().split("\n")[0]
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _scalar(value: object) -> bool:
+    if isinstance(value, list | tuple):
+        return all(_scalar(v) and not isinstance(v, list | tuple) for v in value)
+    return not isinstance(value, dict)
+
+
+def generic_table(title: str, rows: object) -> Table | Text:
+    """A JSON list of objects as a table: the columns whose values are scalars (or lists of them), in order of
+    first appearance; nested objects are left to ``--json``. Anything else is shown as JSON text."""
+    if isinstance(rows, dict):
+        items = next((v for v in rows.values() if isinstance(v, list)), None)
+        rows = items if items is not None else [rows]
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        import json
+
+        return Text(json.dumps(rows, indent=2, default=str))
+    columns: list[str] = []
+    for r in rows:
+        columns.extend(k for k, v in r.items() if k not in columns and _scalar(v))
+    columns = [c for c in columns if all(_scalar(r.get(c)) for r in rows)]
+    t = Table(title=escape(title), title_justify="left")
+    for col in columns:
+        t.add_column(escape(col), overflow="fold")
+    for r in rows:
+        t.add_row(*(escape(_cell(r.get(c))) for c in columns))
+    return t

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from costmodels.registry import get_target, target_names
 from mapper.cache import tune_cached
-from mapper.cli import app
+from app.cli import app
 from mapper.result import TuneResult
 from mapper.search import tune
 from mapper.settings import SearchSettings
