@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from costmodels.protocol import Choice
-from costmodels.tenstorrent import TenstorrentTarget, make_target
+from costmodels.tenstorrent.target import TenstorrentTarget, make_target
 from workload import named
 from workload.problem import Problem
 

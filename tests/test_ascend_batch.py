@@ -16,12 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from costmodels import ascend_batch, ascend_cube_grid, ascend_prepared
-from costmodels.ascend import AscendTarget
-from costmodels.ascend_batch import run_start
-from costmodels.ascend_cube_grid import CubeTable
-from costmodels.ascend_tiling import level_sizes, nest_group, round_up
+from costmodels import param_tables as ascend_batch
+from costmodels.ascend import cube_grid as ascend_cube_grid
+from costmodels.ascend import scoring as ascend_prepared
+from costmodels.ascend.cube_grid import CubeTable
+from costmodels.ascend.target import AscendTarget
+from costmodels.ascend.tiling import level_sizes, nest_group, round_up
 from costmodels.choice_codes import SpaceCoder
+from costmodels.param_tables import run_start
 from costmodels.protocol import BatchScore, Choice
 from costmodels.registry import get_target
 from workload.conv2d import conv2d

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from costmodels.ascend import AscendTarget
-from costmodels.ascend_vector import row_reduce_cycles
+from costmodels.ascend.target import AscendTarget
+from costmodels.ascend.vector import row_reduce_cycles
 from costmodels.ir import coverage_errors
 from costmodels.protocol import Choice
 from costmodels.registry import get_target

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from costmodels.ascend import AscendTarget
-from costmodels.ascend_hw import AscendHardware
+from costmodels.ascend.hardware import AscendHardware
+from costmodels.ascend.target import AscendTarget
 from costmodels.presets import preset_sources
 from costmodels.registry import get_target, target_names
 from workload.einsum import einsum

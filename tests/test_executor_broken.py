@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pytest
 
-from costmodels.halo import build_halo
 from costmodels.ir import Level, Loop, Mapping, coverage_errors
+from costmodels.tenstorrent.halo import build_halo
 from executor import mutations
 from executor.validate import validate, validate_sharded_conv
 from workload.conv2d import as_conv2d, conv2d

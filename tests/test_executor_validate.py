@@ -101,7 +101,7 @@ def test_8192_cubed_gemm_stays_under_the_default_cap() -> None:
 
 
 def test_sharded_convs_validate_from_their_halo_configs() -> None:
-    from costmodels.halo import build_halo
+    from costmodels.tenstorrent.halo import build_halo
     from executor.validate import validate_sharded_conv
     from workload.conv2d import as_conv2d
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from costmodels.halo import Chunk, build_halo
+from costmodels.tenstorrent.halo import Chunk, build_halo
 from executor.validate import validate_sharded_conv
 from workload.conv2d import as_conv2d, conv2d
 from workload.named import load

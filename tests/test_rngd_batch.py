@@ -18,10 +18,10 @@ import pytest
 from costmodels.choice_codes import SpaceCoder
 from costmodels.protocol import BatchScore, Param, SearchSpace
 from costmodels.registry import get_target
-from costmodels.rngd import OBJECTIVES, RngdTarget
-from costmodels.rngd_batch import build_tables
-from costmodels.rngd_cost import evaluate
-from costmodels.rngd_space import roles_of
+from costmodels.rngd.cost import evaluate
+from costmodels.rngd.scoring import build_tables
+from costmodels.rngd.space import roles_of
+from costmodels.rngd.target import OBJECTIVES, RngdTarget
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem

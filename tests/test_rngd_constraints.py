@@ -14,8 +14,8 @@ import numpy as np
 from costmodels.ir import Level, Loop
 from costmodels.protocol import Choice, Target
 from costmodels.registry import get_target
-from costmodels.rngd import RngdTarget
-from costmodels.rngd_cost import CONSTRAINTS
+from costmodels.rngd.cost import CONSTRAINTS
+from costmodels.rngd.target import RngdTarget
 from tests.rngd_points import BASE
 from workload.conv2d import conv2d
 from workload.einsum import einsum

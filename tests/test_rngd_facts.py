@@ -9,7 +9,7 @@ import pytest
 
 from costmodels.presets import preset_sources
 from costmodels.registry import get_target
-from costmodels.rngd import RngdTarget
+from costmodels.rngd.target import RngdTarget
 from tests.rngd_points import BASE
 from workload.einsum import einsum
 from workload.errors import ProblemError

@@ -12,9 +12,9 @@ import pytest
 
 from costmodels.protocol import Choice
 from costmodels.registry import get_target
-from costmodels.rngd import RngdTarget
-from costmodels.rngd_cost import evaluate
-from costmodels.rngd_warm import family_mask, rule_family
+from costmodels.rngd.cost import evaluate
+from costmodels.rngd.target import RngdTarget
+from costmodels.rngd.warm import family_mask, rule_family
 from tests.rngd_points import BASE
 from workload.conv2d import conv2d
 from workload.einsum import einsum

@@ -9,8 +9,8 @@ import pytest
 from costmodels.ir import coverage_errors
 from costmodels.protocol import Choice
 from costmodels.registry import get_target
-from costmodels.rngd import RngdTarget
-from costmodels.rngd_factors import factors
+from costmodels.rngd.factors import factors
+from costmodels.rngd.target import RngdTarget
 from tests.rngd_points import BASE
 from workload.conv2d import conv2d
 from workload.einsum import einsum

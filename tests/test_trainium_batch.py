@@ -18,16 +18,15 @@ import math
 import numpy as np
 import pytest
 
-import costmodels.trainium as trainium_module
-import costmodels.trainium_grid as trainium_grid
+import costmodels.trainium.scoring as trainium_grid
+import costmodels.trainium.target as trainium_module
 from costmodels.choice_codes import SpaceCoder
 from costmodels.protocol import BatchScore, Choice, Param, SearchSpace
 from costmodels.registry import get_target
-from costmodels.trainium import TrainiumTarget
-from costmodels.trainium_batch import GridScorer
-from costmodels.trainium_grid import PricedGrid, effect_tables, order_effects
-from costmodels.trainium_nest import roles_of
-from costmodels.trainium_space import ORDERS, core_choices, distinct_orders
+from costmodels.trainium.nest import roles_of
+from costmodels.trainium.scoring import GridScorer, PricedGrid, effect_tables, order_effects
+from costmodels.trainium.space import ORDERS, core_choices, distinct_orders
+from costmodels.trainium.target import TrainiumTarget
 from mapper.enumerate import point_at
 from workload.conv2d import conv2d
 from workload.einsum import einsum

@@ -8,7 +8,7 @@ import pytest
 from costmodels.ir import Level, Loop, Mapping, coverage_errors
 from costmodels.protocol import Choice
 from costmodels.registry import get_target
-from costmodels.trainium import TrainiumTarget
+from costmodels.trainium.target import TrainiumTarget
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem

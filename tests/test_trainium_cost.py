@@ -7,8 +7,8 @@ import pytest
 
 from costmodels.protocol import Choice
 from costmodels.registry import get_target
-from costmodels.trainium import TrainiumTarget
-from costmodels.trainium_nest import roles_of
+from costmodels.trainium.nest import roles_of
+from costmodels.trainium.target import TrainiumTarget
 from workload.einsum import einsum
 
 ONE: dict[str, Choice] = {

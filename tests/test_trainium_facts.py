@@ -6,7 +6,7 @@ import pytest
 
 from costmodels.presets import load_preset, preset_sources
 from costmodels.registry import get_target
-from costmodels.trainium_hw import TrainiumHardware
+from costmodels.trainium.hardware import TrainiumHardware
 from workload.einsum import einsum
 from workload.errors import ProblemError
 from workload.problem import Problem

@@ -182,7 +182,7 @@ def test_score_batch_never_misreads_a_layout_outside_the_space() -> None:
 
 def test_weight_on_the_first_input_is_priced_as_the_weight() -> None:
     """Mixed dtypes with weight=0: the weight's bytes are the weight's, not the activation's."""
-    from costmodels.tt_shape import tt_shape
+    from costmodels.tenstorrent.shape import tt_shape
 
     a = einsum("mk,kn->mn", {"m": 64, "k": 64, "n": 64}, dtype={"A": "f32", "B": "bf16"}, weight=0)
     b = einsum("mk,kn->mn", {"m": 64, "k": 64, "n": 64}, dtype={"A": "f32", "B": "bf16"}, weight=1)

@@ -6,7 +6,7 @@ import pytest
 
 from costmodels.presets import load_preset, preset_sources
 from costmodels.registry import get_target
-from costmodels.tt_hardware import TensixHardware
+from costmodels.tenstorrent.hardware import TensixHardware
 from tests.tt_points import BASE
 from workload.conv2d import conv2d
 from workload.errors import ProblemError

@@ -28,8 +28,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from costmodels.halo import PAD, Chunk, assemble, build_halo
-from costmodels.tt_shape import halo_sticks
+from costmodels.tenstorrent.halo import PAD, Chunk, assemble, build_halo
+from costmodels.tenstorrent.shape import halo_sticks
 from workload.conv2d import Conv2dParams
 
 EXAMPLE = Conv2dParams(

@@ -15,9 +15,9 @@ import pytest
 
 from costmodels.choice_codes import SpaceCoder
 from costmodels.registry import get_target
-from costmodels.tt_eval import SUBBLOCKS
-from costmodels.tt_resolve import MAX_RANK, resolve_ranks, top_divisors
-from costmodels.tt_table import AXES
+from costmodels.tenstorrent.cost import SUBBLOCKS
+from costmodels.tenstorrent.resolve import MAX_RANK, resolve_ranks, top_divisors
+from costmodels.tenstorrent.scoring import AXES
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 
