@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from costmodels.choice_codes import row_point
 from costmodels.protocol import Choice
 from costmodels.tenstorrent.target import TenstorrentTarget, make_target
 from workload import named
@@ -28,7 +29,7 @@ def best(target: TenstorrentTarget, problem: Problem) -> tuple[dict[str, Choice]
     i = int(np.argmin(lat))
     if not np.isfinite(lat[i]):
         return None
-    point = {k: (v[i].item() if isinstance(v[i], np.generic) else v[i]) for k, v in cols.items()}
+    point = row_point(cols, i)
     return point, float(lat[i]) * target.hardware.clock_hz
 
 

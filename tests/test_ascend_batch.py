@@ -117,9 +117,9 @@ def test_tabulated_grid_and_gather_paths_agree(
     n = _target(preset).space(problem).size
     order = np.random.default_rng(1).permutation(n)
     tabulated = _target(preset, l2_bytes)
-    assert tabulated._memo.get(problem).cube.l2_resident == (l2_bytes is None)
+    assert tabulated.prepared(problem).cube.l2_resident == (l2_bytes is None)
     ref = tabulated.score_codes(problem, _codes(tabulated, problem, np.arange(n)))
-    assert tabulated._memo.get(problem).table is not None
+    assert tabulated.prepared(problem).table is not None
     assert 0 < ref.feasible.sum() < n  # both kinds of point are exercised
     monkeypatch.setattr(ascend_cube_grid, "SLAB", 4000)  # slabs cut along several axes
     sliced = _target(preset, l2_bytes)
@@ -129,7 +129,7 @@ def test_tabulated_grid_and_gather_paths_agree(
         monkeypatch.setattr(ascend_batch, "GRID_CELLS_PER_POINT", cells_per_point)
         target = _target(preset, l2_bytes)
         got = target.score_codes(problem, _codes(target, problem, idx))
-        assert target._memo.get(problem).table is None
+        assert target.prepared(problem).table is None
         _same(
             got,
             BatchScore(feasible=ref.feasible[idx], objectives={o: v[idx] for o, v in ref.objectives.items()}),
@@ -144,7 +144,7 @@ def test_runs_of_a_tabulated_space_read_it_as_read_only_views(preset: str, l2_by
     target, problem = _target(preset, l2_bytes), _big()
     n = target.space(problem).size
     ref = target.score_codes(problem, _codes(target, problem, np.arange(n)))
-    table = target._memo.get(problem).table
+    table = target.prepared(problem).table
     assert isinstance(table, CubeTable)
     assert (table.offchip is None) == (l2_bytes is None)  # kept only when it varies
     assert table.footprint.size * table.grids == n  # kept without the grid axis
@@ -184,7 +184,7 @@ def test_run_start_tells_runs_of_points_apart(monkeypatch: pytest.MonkeyPatch) -
 @pytest.mark.parametrize("preset", PRESETS)
 def test_tabulation_starts_once_enough_of_the_space_is_asked_for(preset: str) -> None:
     target, problem = _target(preset), _big()
-    prep = target._memo.get(problem)
+    prep = target.prepared(problem)
     n = prep.size
     idx = np.random.default_rng(2).permutation(n)
     step = int(n * ascend_prepared.TABULATE_SHARE) // 3
@@ -203,7 +203,7 @@ def test_tabulation_starts_once_enough_of_the_space_is_asked_for(preset: str) ->
 def test_many_one_point_calls_tabulate_too() -> None:
     """Each call counts as at least CALL_POINTS points: a search asking one point at a time tabulates soon."""
     target, problem = _target("ascend-a5"), _big()
-    prep = target._memo.get(problem)
+    prep = target.prepared(problem)
     calls = math.ceil(ascend_prepared.TABULATE_SHARE * prep.size / ascend_prepared.CALL_POINTS)
     idx = np.random.default_rng(5).permutation(prep.size)[: calls + 3]
     got = [target.score_codes(problem, _codes(target, problem, idx[i : i + 1])) for i in range(calls + 3)]
@@ -214,7 +214,7 @@ def test_many_one_point_calls_tabulate_too() -> None:
     fresh = _target("ascend-a5")
     for i in range(calls - 1):
         fresh.score_codes(problem, _codes(fresh, problem, idx[i : i + 1]))
-    assert fresh._memo.get(problem).table is None
+    assert fresh.prepared(problem).table is None
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -285,7 +285,7 @@ def test_general_path_prices_known_points_as_their_codes_do(preset: str, pname: 
     space = target.space(problem)
     idx = np.random.default_rng(4).permutation(space.size)[:150]
     codes = _codes(target, problem, idx)
-    general = target._memo.get(problem).cube_values(SpaceCoder(space).decode(codes))
+    general = target.prepared(problem).cube_values(SpaceCoder(space).decode(codes))
     by_codes = target.score_codes(problem, codes)
     assert np.array_equal(general["ok"], by_codes.feasible) and general["ok"].any()
     assert pname != "big" or not general["ok"].all()

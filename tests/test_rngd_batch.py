@@ -16,12 +16,13 @@ import numpy as np
 import pytest
 
 from costmodels.choice_codes import SpaceCoder
+from costmodels.family import OBJECTIVES
 from costmodels.protocol import BatchScore, Param, SearchSpace
 from costmodels.registry import get_target
 from costmodels.rngd.cost import evaluate
 from costmodels.rngd.scoring import build_tables
 from costmodels.rngd.space import roles_of
-from costmodels.rngd.target import OBJECTIVES, RngdTarget
+from costmodels.rngd.target import RngdTarget
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
@@ -199,10 +200,10 @@ def test_preparation_is_reused_for_the_same_and_an_equal_problem() -> None:
     target = get_target("rngd")
     assert isinstance(target, RngdTarget)
     problem = PROBLEMS["bmm-i8"]
-    first = target._prepared.get(problem)
+    first = target.prepared(problem)
     assert first.tables is not None and target.space(problem) is first.space
-    assert target._prepared.get(problem) is first
-    assert target._prepared.get(problem.model_copy(deep=True)) is first
+    assert target.prepared(problem) is first
+    assert target.prepared(problem.model_copy(deep=True)) is first
     assert roles_of(problem) is roles_of(problem.model_copy(deep=True))
 
 

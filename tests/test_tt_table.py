@@ -154,11 +154,11 @@ def test_one_preparation_per_problem() -> None:
     twin = conv2d(batch=2, in_channels=32, out_channels=64, input_height=20, input_width=20, kernel=3, padding=1)
     assert twin is not CONV and twin == CONV
     assert t.space(CONV) is t.space(twin)  # an equal problem shares the preparation
-    prep = t._memo.get(CONV)
+    prep = t.prepared(CONV)
     t.score_codes(CONV, _random_codes(CONV, 10, 5))
     table = prep.table
     t.score_codes(twin, _random_codes(CONV, 10, 6))
-    assert prep.table is table and t._memo.get(twin) is prep
+    assert prep.table is table and t.prepared(twin) is prep
     assert set(AXES) == set(t.space(CONV).names())
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from costmodels.ascend.space import CUBE_PARAMS, CubeSetup
 from costmodels.ascend.tiling import GroupNest, nest_group, parse_grid, round_up
 from costmodels.ascend.vector import VECTOR_PARAMS, VectorSetup
+from costmodels.family import zero_fill
 from costmodels.ir import Level, Loop, Mapping
 from costmodels.protocol import Choice
 
@@ -55,12 +56,7 @@ def cube_mapping(s: CubeSetup, preset: str, point: dict[str, Choice]) -> Mapping
         Level(name="l0", loops=tuple(_loops(ns.m, 1) + _loops(ns.n, 1) + _loops(ns.k, 1))),
         Level(name="tile", loops=tuple(_loops(ns.m, 0) + _loops(ns.k, 0) + _loops(ns.n, 0))),
     )
-    fill: dict[str, dict[str, str]] = {}
-    for a in s.view.k_axes:
-        if ns.k.factor(0, a) * ns.k.factor(1, a) * ns.k.factor(2, a) > s.view.sizes[a]:
-            for op in s.problem.inputs:
-                if a in op.axes:
-                    fill.setdefault(op.name, {})[a] = "zero"  # fractal padding is zero (hardware-facts.md §3.2 step 1)
+    fill = zero_fill(s.problem, levels, s.view.k_axes)  # fractal padding is zero (hardware-facts.md §3.2 step 1)
     mp = round_up(ns.m.size(0), hw.fractal_m)
     kp = round_up(ns.k.size(0), s.k0)
     np_ = round_up(ns.n.size(0), hw.fractal_n)

@@ -32,10 +32,10 @@ from costmodels.ascend.cost import SCORE_OUTPUTS
 from costmodels.ascend.cube_grid import CubeTable, tabulate_cube
 from costmodels.ascend.cube_tables import CUBE_ORDER, cube_tables
 from costmodels.ascend.hardware import AscendHardware
-from costmodels.ascend.space import CUBE_PARAMS, CubeSetup, cube_setup, cube_space, vector_space
+from costmodels.ascend.space import CUBE_PARAMS, CubeSetup, build_space, cube_setup
 from costmodels.ascend.vector import VectorSetup, vector_arrays, vector_feasible, vector_terms
 from costmodels.ascend.violations import supports
-from costmodels.choice_codes import SpaceCoder
+from costmodels.choice_codes import SpaceCoder, plain
 from costmodels.param_tables import Encoded, Table, evaluate, flat_index, gather_fields, run_start
 from costmodels.protocol import SearchSpace, Violation
 from workload.problem import Problem
@@ -83,8 +83,9 @@ class Prepared:
         self.table: CubeTable | PlainTable | None = None  # the scores of every point of the space, once tabulated
 
     @cached_property
-    def unsupported(self) -> list[Violation]:
-        return supports(self.problem, self.hw, self.preset)
+    def reasons(self) -> tuple[Violation, ...]:
+        """Why the preset cannot run the problem (empty when it can)."""
+        return tuple(supports(self.problem, self.hw, self.preset))
 
     @cached_property
     def cube(self) -> CubeSetup:
@@ -96,7 +97,7 @@ class Prepared:
 
     @cached_property
     def space(self) -> SearchSpace:
-        return cube_space(self.cube) if self.problem.is_binary else vector_space(self.vector)
+        return build_space(self.problem, self.hw, self.cube if self.problem.is_binary else self.vector)
 
     @cached_property
     def coder(self) -> SpaceCoder:
@@ -203,6 +204,6 @@ def _distinct(columns: dict[str, np.ndarray]) -> list[Encoded]:
     out = []
     for name in CUBE_PARAMS:
         uniq, inv = np.unique(CONVERT[name](np.asarray(columns[name]).reshape(-1)), return_inverse=True)
-        values = tuple(u.item() if isinstance(u, np.generic) else u for u in uniq)
+        values = tuple(plain(u) for u in uniq)
         out.append(Encoded(codes=inv.reshape(-1), values=values, lo=0, hi=len(values) - 1))
     return out

@@ -134,3 +134,11 @@ def vector_space(s: VectorSetup) -> SearchSpace:
             Param(name="double_buffer", choices=(True, False), doc="ping-pong UB source tiles"),
         )
     )
+
+
+def build_space(problem: Problem, hw: AscendHardware, setup: CubeSetup | VectorSetup | None = None) -> SearchSpace:
+    """The mapping choices of a problem: TMATMUL tiles when binary, row-reduction tiles when unary
+    (`setup`: the problem's cube or vector setup, when already at hand)."""
+    if problem.is_binary:
+        return cube_space(setup if isinstance(setup, CubeSetup) else cube_setup(problem, hw))
+    return vector_space(setup if isinstance(setup, VectorSetup) else VectorSetup(problem=problem, hw=hw))

@@ -24,39 +24,40 @@ from costmodels.ascend.space import CUBE_PARAMS, CubeSetup
 from costmodels.ascend.vector import VECTOR_PARAMS, VectorSetup, vector_peak_cycles
 from costmodels.ascend.violations import cube_tile_rules, vector_tile_rules
 from costmodels.ascend.warm import cube_warm_starts, vector_warm_starts
-from costmodels.choice_codes import score_values
+from costmodels.choice_codes import ScoreFn
+from costmodels.family import FamilyTarget, knobs_violation, point_of, rows
 from costmodels.ir import Mapping, coverage_errors
 from costmodels.presets import load_preset
-from costmodels.problem_memo import ProblemMemo
-from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, SearchSpace, Violation
+from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Violation
 from workload.problem import Problem
 
-OBJECTIVES = ("latency", "offchip_bytes", "footprint")
 
-
-class AscendTarget:
+class AscendTarget(FamilyTarget[Prepared]):
     """One Ascend preset behind the `Target` protocol."""
 
     family = "ascend"
-    objectives: tuple[str, ...] = OBJECTIVES
+    keep = 4
 
     def __init__(self, name: str, hardware: AscendHardware) -> None:
-        self.name = name
-        self.hardware = hardware
-        self._memo: ProblemMemo[Prepared] = ProblemMemo(lambda p: Prepared(p, hardware, name), size=4)
+        super().__init__(name, hardware)
+        self.hardware: AscendHardware = hardware
+
+    def _prepare(self, problem: Problem) -> Prepared:
+        return Prepared(problem, self.hardware, self.name)
+
+    def _score_codes(self, problem: Problem, prep: Prepared, codes: dict[str, np.ndarray]) -> BatchScore:
+        return self._scores(prep.scores(codes, rows(codes)))
+
+    def _score_values(self, problem: Problem, prep: Prepared) -> ScoreFn:
+        general = prep.cube_values if problem.is_binary else prep.vector_values
+        return lambda cols: self._scores(general(cols))
 
     # ---- problem level ----------------------------------------------------------------------
-    def supports(self, problem: Problem) -> list[Violation]:
-        return list(self._memo.get(problem).unsupported)
-
     def _cube(self, problem: Problem) -> CubeSetup:
-        return self._memo.get(problem).cube
+        return self.prepared(problem).cube
 
     def _vector(self, problem: Problem) -> VectorSetup:
-        return self._memo.get(problem).vector
-
-    def space(self, problem: Problem) -> SearchSpace:
-        return self._memo.get(problem).space
+        return self.prepared(problem).vector
 
     def mapping(self, problem: Problem, point: dict[str, Choice]) -> Mapping:
         if problem.is_binary:
@@ -81,24 +82,24 @@ class AscendTarget:
     # ---- point level ------------------------------------------------------------------------
     @staticmethod
     def _columns(problem: Problem, mapping: Mapping) -> dict[str, np.ndarray] | None:
-        names = CUBE_PARAMS if problem.is_binary else VECTOR_PARAMS
-        if any(n not in mapping.knobs for n in names):
+        point = point_of(mapping, CUBE_PARAMS if problem.is_binary else VECTOR_PARAMS)
+        if point is None:
             return None
-        return {n: np.asarray([mapping.knobs[n]], dtype=object) for n in names}
+        return {n: np.asarray([v], dtype=object) for n, v in point.items()}
 
     def check(self, problem: Problem, mapping: Mapping) -> list[Violation]:
         out = self.supports(problem)
         out += [Violation(code="coverage", message=e.message) for e in coverage_errors(problem, mapping)]
         cols = self._columns(problem, mapping)
         if cols is None:
-            return [*out, Violation(code="knobs", message="the mapping lacks this target's point parameters")]
+            return [*out, knobs_violation(mapping, CUBE_PARAMS if problem.is_binary else VECTOR_PARAMS)]
         if problem.is_binary:
-            prep = self._memo.get(problem)
+            prep = self.prepared(problem)
             f, t = prep.cube_point(cols)
             out += cc.cube_violations(prep.cube, prep.consts, f, t)
             out += cube_tile_rules(problem, self.hardware, mapping, prep.cube.k0)
         else:
-            _, t, _ = self._memo.get(problem).vector_terms(cols)
+            _, t, _ = self.prepared(problem).vector_terms(cols)
             if not bool(t["ub"][0] <= self.hardware.ub_bytes):
                 out.append(
                     Violation(
@@ -117,10 +118,10 @@ class AscendTarget:
         hw = self.hardware
         lb = self.lower_bound(problem)
         if problem.is_binary:
-            f, t = self._memo.get(problem).cube_point(cols)
+            f, t = self.prepared(problem).cube_point(cols)
             pick = cc.cube_report_terms(f, t)
         else:
-            _, t, _ = self._memo.get(problem).vector_terms(cols)
+            _, t, _ = self.prepared(problem).vector_terms(cols)
             pick = {k: float(v[0]) for k, v in t.items() if getattr(v, "ndim", 0) == 1}
         cycles = pick["cycles"]
         if problem.is_binary:
@@ -153,26 +154,6 @@ class AscendTarget:
             footprint_bytes=pick["footprint"],
             notes=notes,
         )
-
-    def score_batch(self, problem: Problem, columns: dict[str, np.ndarray]) -> BatchScore:
-        n = len(next(iter(columns.values()))) if columns else 0
-        prep = self._memo.get(problem)
-        if n == 0 or prep.unsupported:
-            return BatchScore.infeasible(n, self.objectives)
-        general = prep.cube_values if problem.is_binary else prep.vector_values
-        return score_values(
-            prep.coder,
-            columns,
-            lambda codes: self._scores(prep.scores(codes, len(codes[prep.names[0]]))),
-            lambda cols: self._scores(general(cols)),
-        )
-
-    def score_codes(self, problem: Problem, codes: dict[str, np.ndarray]) -> BatchScore:
-        prep = self._memo.get(problem)
-        n = len(next(iter(codes.values()))) if codes else 0
-        if prep.unsupported:
-            return BatchScore.infeasible(n, self.objectives)
-        return self._scores(prep.scores(codes, n))
 
     def _scores(self, res: dict[str, np.ndarray]) -> BatchScore:
         return BatchScore(feasible=res["ok"], objectives={o: res[o] for o in self.objectives})

@@ -17,11 +17,12 @@ Padding on a reduced axis is zero-filled in the weight (TRF ``z``, "Filter-Strid
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
-from costmodels.ir import Fill, Level, Loop, Mapping
+from costmodels.family import zero_fill
+from costmodels.ir import Level, Loop, Mapping
 from costmodels.protocol import Choice
 from costmodels.rngd.space import Roles, roles_of
 
@@ -44,13 +45,6 @@ POINT_KEYS: tuple[str, ...] = (
 def as_columns(point: dict[str, Choice]) -> dict[str, np.ndarray]:
     """One point as length-1 columns."""
     return {k: np.asarray([point[k]], dtype=object if isinstance(point[k], str) else None) for k in POINT_KEYS}
-
-
-def point_of(mapping: Mapping) -> dict[str, Choice] | None:
-    """The point a mapping's knobs record, or None when a knob is missing."""
-    if any(k not in mapping.knobs for k in POINT_KEYS):
-        return None
-    return {k: cast(Choice, mapping.knobs[k]) for k in POINT_KEYS}
 
 
 #: significance of each loop kind on its axis (smaller = more significant): the zero slot of
@@ -115,19 +109,6 @@ def build_levels(roles: Roles, f: dict[str, Any], point: dict[str, Choice]) -> t
     return tuple(Level(name=nm, loops=lp) for nm, lp in zip(names, loops, strict=True))
 
 
-def fill_of(
-    problem_axes: dict[str, int], roles: Roles, weight: str, levels: tuple[Level, ...]
-) -> dict[str, dict[str, Fill]]:
-    """Zero-fill the weight on every reduced axis that has padding points."""
-    probe = Mapping(levels=levels, acc_dtype="f32")
-    zero: dict[str, Fill] = {}
-    for a in roles.axes["k"]:
-        v = probe.visits(a)
-        if v.size and int(v.max()) >= problem_axes[a]:
-            zero[a] = "zero"
-    return {weight: zero} if zero else {}
-
-
 def build_mapping(problem: Any, target: str, f: dict[str, Any], point: dict[str, Choice], p_el: int) -> Mapping:
     """The `Mapping` of one point (``f`` = factor columns of that point)."""
     roles = roles_of(problem)
@@ -146,6 +127,6 @@ def build_mapping(problem: Any, target: str, f: dict[str, Any], point: dict[str,
         target=target,
         levels=levels,
         acc_dtype=problem.acc_dtype,
-        fill=fill_of(problem.axes, roles, w, levels),
+        fill=zero_fill(problem, levels, roles.axes["k"], operands=lambda name: name == w),
         knobs=knobs,
     )

@@ -14,17 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel
 
-from costmodels.choice_codes import SpaceCoder, score_values
+from costmodels.choice_codes import ScoreFn, SpaceCoder
+from costmodels.family import FamilyTarget, knobs_violation, point_of
 from costmodels.ir import Mapping, coverage_errors
 from costmodels.presets import load_preset
-from costmodels.problem_memo import ProblemMemo
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, SearchSpace, Violation
 from costmodels.rngd.cost import bound_of, evaluate, lower_bound_cycles, utilization
 from costmodels.rngd.factors import factors
 from costmodels.rngd.hardware import RngdHardware
-from costmodels.rngd.mapping import as_columns, build_mapping, point_of
+from costmodels.rngd.mapping import POINT_KEYS, as_columns, build_mapping
 from costmodels.rngd.render import render_mapping
 from costmodels.rngd.scoring import Tables, build_tables, score_codes
 from costmodels.rngd.space import build_space, roles_of
@@ -32,7 +31,6 @@ from costmodels.rngd.violations import supports_violations, violation_messages
 from costmodels.rngd.warm import warm_points
 from workload.problem import Problem
 
-OBJECTIVES: tuple[str, ...] = ("latency", "offchip_bytes", "footprint")
 CHUNK = 1 << 17  # points per vectorised pass of the generic path (bounds memory: about 80 arrays per pass)
 
 
@@ -49,17 +47,14 @@ class Prepared:
     tables: Tables | None = None
 
 
-class RngdTarget:
+class RngdTarget(FamilyTarget[Prepared]):
     """One RNGD preset (with overrides) implementing the `Target` protocol."""
 
     family = "rngd"
-    objectives = OBJECTIVES
 
     def __init__(self, name: str, hardware: RngdHardware) -> None:
-        self.name = name
-        self.hardware: BaseModel = hardware
+        super().__init__(name, hardware)
         self.hw = hardware
-        self._prepared: ProblemMemo[Prepared] = ProblemMemo(self._prepare)
 
     def _prepare(self, problem: Problem) -> Prepared:
         reasons = tuple(supports_violations(problem, self.hw))
@@ -69,15 +64,6 @@ class RngdTarget:
         return Prepared(reasons, space, SpaceCoder(space), build_tables(problem, self.hw, space))
 
     # ---- the space --------------------------------------------------------------------------
-    def supports(self, problem: Problem) -> list[Violation]:
-        return supports_violations(problem, self.hw)
-
-    def space(self, problem: Problem) -> SearchSpace:
-        prep = self._prepared.get(problem)
-        if prep.space is None:
-            raise ValueError("; ".join(v.message for v in prep.reasons))
-        return prep.space
-
     def mapping(self, problem: Problem, point: dict[str, Choice]) -> Mapping:
         f = factors(problem, self.hw, as_columns(point))
         return build_mapping(problem, self.name, f, point, self.hw.packet_elements(roles_of(problem).in_dtype))
@@ -87,11 +73,9 @@ class RngdTarget:
         out = self.supports(problem)
         if out:
             return out
-        point = point_of(mapping)
+        point = point_of(mapping, POINT_KEYS)
         if point is None:
-            return [
-                Violation(code="alignment", message="the mapping carries no RNGD point knobs: build it with mapping()")
-            ]
+            return [knobs_violation(mapping, POINT_KEYS)]
         try:
             res = evaluate(problem, self.hw, as_columns(point))
         except (KeyError, ValueError, TypeError) as e:
@@ -131,9 +115,9 @@ class RngdTarget:
         return []
 
     def _evaluate(self, problem: Problem, mapping: Mapping) -> dict[str, np.ndarray]:
-        point = point_of(mapping)
+        point = point_of(mapping, POINT_KEYS)
         if point is None:
-            raise ValueError("mapping has no RNGD knobs")
+            raise ValueError(knobs_violation(mapping, POINT_KEYS).message)
         return evaluate(problem, self.hw, as_columns(point))
 
     def cost(self, problem: Problem, mapping: Mapping) -> CostReport:
@@ -176,27 +160,10 @@ class RngdTarget:
         )
         return LowerBound(cycles=max(compute, memory), compute_cycles=compute, memory_cycles=memory, reason=reason)
 
-    def score_batch(self, problem: Problem, columns: dict[str, np.ndarray]) -> BatchScore:
-        prep = self._prepared.get(problem)
-        n = len(next(iter(columns.values())))
-        if prep.coder is None or n == 0:  # (no points: nothing to code)
-            return BatchScore.infeasible(n, OBJECTIVES)
+    def _score_values(self, problem: Problem, prep: Prepared) -> ScoreFn:
+        return lambda cols: self._general(problem, cols)
 
-        def by_codes(codes: dict[str, np.ndarray]) -> BatchScore:
-            return self._by_codes(problem, prep, codes)
-
-        def general(cols: dict[str, np.ndarray]) -> BatchScore:
-            return self._general(problem, cols)
-
-        return score_values(prep.coder, columns, by_codes, general)
-
-    def score_codes(self, problem: Problem, codes: dict[str, np.ndarray]) -> BatchScore:
-        prep = self._prepared.get(problem)
-        if prep.coder is None:
-            return BatchScore.infeasible(len(next(iter(codes.values()))), OBJECTIVES)
-        return self._by_codes(problem, prep, codes)
-
-    def _by_codes(self, problem: Problem, prep: Prepared, codes: dict[str, np.ndarray]) -> BatchScore:
+    def _score_codes(self, problem: Problem, prep: Prepared, codes: dict[str, np.ndarray]) -> BatchScore:
         """Points of the space by their codes: gathered from the tables, or decoded for the generic path."""
         if prep.tables is None:
             assert prep.coder is not None
@@ -209,7 +176,7 @@ class RngdTarget:
         """The per-point formulas (`rngd.cost.evaluate`) in chunks: any values, inside the space or not."""
         n = len(next(iter(columns.values())))
         if n == 0:
-            return BatchScore.infeasible(0, OBJECTIVES)
+            return BatchScore.infeasible(0, self.objectives)
         parts = [
             evaluate(problem, self.hw, {k: np.asarray(v)[i : i + CHUNK] for k, v in columns.items()})
             for i in range(0, n, CHUNK)
@@ -227,7 +194,7 @@ class RngdTarget:
         )
 
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
-        prep = self._prepared.get(problem)
+        prep = self.prepared(problem)
         if prep.space is None:
             return []
         return warm_points(problem, self.hw, prep.space, self.score_batch)

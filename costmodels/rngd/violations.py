@@ -10,44 +10,31 @@ from __future__ import annotations
 
 import numpy as np
 
+from costmodels.family import ProblemRules
 from costmodels.protocol import Choice, Violation
 from costmodels.rngd.cost import kib
 from costmodels.rngd.hardware import ROW_CHOICES, RngdHardware
 from workload import dtypes
 from workload.problem import Problem
 
+#: problem-level reasons (`supports`) the contraction engine shares with other families
+RULES = ProblemRules(
+    unary="the contraction engine contracts two operands (einsum: broadcast, multiply, reduce-add); "
+    "a one-input reduction runs on the Vector Engine, which this model does not price: "
+    "multiply by a ones tensor to make it a contraction, or pick another target",
+    reduce_op="the Reducer sums products (reduce_op = `Add`); a {op} reduction runs on the "
+    "Vector Engine: use reduce op add, or pick another target",
+    dtype="input {name} is {dtype}: the contraction engine takes only {allowed} inputs (the Reducer has no "
+    "{dtype} multiplier); cast {name} to bf16 (or i8/f8), or do the {dtype} computation on the Vector Engine "
+    "after contraction",
+)
+
 
 def supports_violations(problem: Problem, hw: RngdHardware) -> list[Violation]:
     """Why this target cannot run the problem at all (empty when it can)."""
-    out: list[Violation] = []
+    out = RULES.violations(problem, hw.input_dtypes)
     if not problem.is_binary:
-        out.append(
-            Violation(
-                code="unary",
-                message="the contraction engine contracts two operands (einsum: broadcast, multiply, reduce-add); "
-                "a one-input reduction runs on the Vector Engine, which this model does not price: "
-                "multiply by a ones tensor to make it a contraction, or pick another target",
-            )
-        )
         return out
-    if problem.reduce_op != "add":
-        out.append(
-            Violation(
-                code="reduce-op",
-                message=f"the Reducer sums products (reduce_op = `Add`); a {problem.reduce_op} reduction runs on the "
-                "Vector Engine: use reduce op add, or pick another target",
-            )
-        )
-    for op in problem.inputs:
-        if op.dtype not in hw.input_dtypes:
-            out.append(
-                Violation(
-                    code="dtype",
-                    message=f"input {op.name} is {op.dtype}: the contraction engine takes only "
-                    f"{', '.join(hw.input_dtypes)} inputs (the Reducer has no {op.dtype} multiplier); cast {op.name} "
-                    f"to bf16 (or i8/f8), or do the {op.dtype} computation on the Vector Engine after contraction",
-                )
-            )
     kinds = {dtypes.info(o.dtype).is_int for o in problem.inputs}
     floats = {o.dtype for o in problem.inputs if not dtypes.info(o.dtype).is_int}
     if len(kinds) > 1 or len(floats) > 1:

@@ -3,10 +3,12 @@ knobs), `point_of` reads the point back from the knobs."""
 
 from __future__ import annotations
 
+from costmodels.family import point_of as knob_point
+from costmodels.family import zero_fill
 from costmodels.gemm_view import gemm_view
 from costmodels.ir import Level, Loop, Mapping
 from costmodels.protocol import Choice
-from costmodels.tenstorrent.cost import MEMORIES, PARAMS
+from costmodels.tenstorrent.cost import PARAMS
 from costmodels.tenstorrent.hardware import TensixHardware
 from costmodels.tenstorrent.shape import TTShape, cdiv, layout_stats
 from costmodels.tenstorrent.space import resolve_point
@@ -70,31 +72,35 @@ def build_mapping(
         Level(name="subblock", loops=tuple(Loop(axis=a, factor=f) for a, f in sub_n.items() if f > 1)),
         Level(name="tile", loops=tuple(Loop(axis=a, factor=f) for a, f in (tile_m | tile_n).items()) + tuple(tile_k)),
     )
-    fill = {o.name: {a: "zero" for a, _ in k_axes if a in o.axes} for o in problem.inputs}
+    fill = zero_fill(problem, levels, [a for a, _ in k_axes], padded_only=False)
     # fp32_dest_acc_en off: partial sums live in the 16-bit destination register (hardware-facts.md §4.1, Dst row)
     acc = "f32" if bool(point["fp32_acc"]) else "bf16"
     return Mapping(
         target=preset,
         levels=levels,
         acc_dtype=acc,
-        fill={k: v for k, v in fill.items() if v},
+        fill=fill,
         knobs={k: point[k] for k in (*PARAMS, "act_block_h_rank", "subblock_rank") if k in point},
     )
 
 
-def point_of(mapping: Mapping) -> dict[str, Choice]:
-    """Recover the point from a mapping's knobs (missing knobs get the ttnn defaults: HiFi4, L1 sharded)."""
-    k = mapping.knobs
-    return {
-        "layout": str(k.get("layout", "")),
-        "act_block_h": int(k.get("act_block_h", 32)),
-        "act_block_w_div": int(k.get("act_block_w_div", 1)),
-        "out_subblock": str(k.get("out_subblock", "1x1")),
-        "act_double_buffer": bool(k.get("act_double_buffer", False)),
-        "weights_double_buffer": bool(k.get("weights_double_buffer", False)),
-        "split_reader": bool(k.get("split_reader", False)),
-        "math_fidelity": str(k.get("math_fidelity", "HiFi4")),
-        "fp32_acc": bool(k.get("fp32_acc", False)),
-        "memory": str(k.get("memory", MEMORIES[0])),
-        "in0_block_w": int(k.get("in0_block_w", 1)),
-    }
+#: the type of each knob `point_of` reads back
+KNOB_TYPES: dict[str, type] = {
+    "layout": str,
+    "act_block_h": int,
+    "act_block_w_div": int,
+    "out_subblock": str,
+    "act_double_buffer": bool,
+    "weights_double_buffer": bool,
+    "split_reader": bool,
+    "math_fidelity": str,
+    "fp32_acc": bool,
+    "memory": str,
+    "in0_block_w": int,
+}
+
+
+def point_of(mapping: Mapping) -> dict[str, Choice] | None:
+    """The point a mapping's knobs record (every parameter of `PARAMS`), or None when a knob is missing."""
+    point = knob_point(mapping, PARAMS)
+    return None if point is None else {k: KNOB_TYPES[k](v) for k, v in point.items()}

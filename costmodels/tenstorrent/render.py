@@ -9,8 +9,8 @@ from costmodels.tenstorrent.mapping import point_of
 
 def render_mapping(preset: str, mapping: Mapping) -> str:
     """The knobs on one line (``preset: layout=..., ...``), then one line per level (``*`` = spatial)."""
-    p = point_of(mapping)
-    lines = [f"{preset}: " + ", ".join(f"{k}={p[k]}" for k in PARAMS)]
+    p = point_of(mapping) or {}
+    lines = [f"{preset}: " + ", ".join(f"{k}={p.get(k, '?')}" for k in PARAMS)]
     for lvl in mapping.levels:
         loops = " ".join(f"{lp.axis}{'*' if lp.spatial else ''}={lp.factor}" for lp in lvl.loops)
         lines.append(f"  {lvl.name:9s} {loops}")

@@ -23,7 +23,7 @@ from functools import cached_property
 import numpy as np
 
 from costmodels.choice_codes import SpaceCoder
-from costmodels.protocol import SearchSpace
+from costmodels.protocol import SearchSpace, Violation
 from costmodels.tenstorrent.cost import MEMORIES, evaluate
 from costmodels.tenstorrent.hardware import TensixHardware
 from costmodels.tenstorrent.resolve import fidelity_inputs, layout_table, numeric_inputs, resolve_ranks
@@ -166,10 +166,10 @@ def score_general(shape: TTShape, hw: TensixHardware, cols: dict[str, np.ndarray
 class TTPrepared:
     """One problem on one preset, as a target keeps it: GEMM view, space, coder and table, built on first use."""
 
-    def __init__(self, problem: Problem, hw: TensixHardware, supported: bool) -> None:
+    def __init__(self, problem: Problem, hw: TensixHardware, reasons: tuple[Violation, ...]) -> None:
         self.problem = problem
         self.hw = hw
-        self.supported = supported  # False: `supports` gave reasons, and every point is infeasible
+        self.reasons = reasons  # why the preset cannot run the problem (then every point is infeasible)
 
     @cached_property
     def shape(self) -> TTShape:
@@ -177,7 +177,7 @@ class TTPrepared:
 
     @cached_property
     def space(self) -> SearchSpace:
-        return build_space(self.shape, self.hw)
+        return build_space(self.problem, self.hw, self.shape)
 
     @cached_property
     def coder(self) -> SpaceCoder:

@@ -12,7 +12,8 @@ from costmodels.protocol import Choice, Param, SearchSpace
 from costmodels.tenstorrent.cost import MEMORIES, Evaluation, dram_k_tiles, evaluate
 from costmodels.tenstorrent.hardware import TensixHardware
 from costmodels.tenstorrent.resolve import numeric_inputs, top_divisors
-from costmodels.tenstorrent.shape import TTShape, candidate_layouts, layout_stats
+from costmodels.tenstorrent.shape import TTShape, candidate_layouts, layout_stats, tt_shape
+from workload.problem import Problem
 
 #: in0_block_w (K tiles per streamed block) choices: the largest divisors of K_t up to this many tiles
 MAX_IN0_BLOCK_W = 16
@@ -24,7 +25,10 @@ def in0_block_w_choices(shape: TTShape) -> tuple[int, ...]:
     return tuple(d for d in range(min(k_t, MAX_IN0_BLOCK_W), 0, -1) if k_t % d == 0)[:4]
 
 
-def build_space(shape: TTShape, hw: TensixHardware) -> SearchSpace:
+def build_space(problem: Problem, hw: TensixHardware, shape: TTShape | None = None) -> SearchSpace:
+    """The mapping choices of a problem (`shape`: its GEMM view in tiles, when already at hand)."""
+    if shape is None:
+        shape = tt_shape(problem, hw.tile)
     layouts = candidate_layouts(shape, hw)
     ranks = max(len(top_divisors(layout_stats(shape, hw, lay).pm_t)) for lay in layouts)
     params = (

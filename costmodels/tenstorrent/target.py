@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from costmodels.choice_codes import score_values
+from costmodels.choice_codes import ScoreFn
+from costmodels.family import FamilyTarget, knobs_violation
 from costmodels.ir import Mapping
 from costmodels.presets import load_preset
-from costmodels.problem_memo import ProblemMemo
-from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, SearchSpace, Violation
+from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Violation
 from costmodels.tenstorrent.cost import PARAMS, Evaluation
 from costmodels.tenstorrent.hardware import TensixHardware
 from costmodels.tenstorrent.mapping import build_mapping, point_of
@@ -41,62 +41,32 @@ from costmodels.tenstorrent.render import render_mapping
 from costmodels.tenstorrent.scoring import TTPrepared, score_general
 from costmodels.tenstorrent.shape import TTShape
 from costmodels.tenstorrent.space import evaluate_point
-from costmodels.tenstorrent.violations import violations
+from costmodels.tenstorrent.violations import RULES, SUPPORTED_DTYPES, violations
 from costmodels.tenstorrent.warm import warm_starts
 from workload.problem import Problem
 
-SUPPORTED_DTYPES = ("bf16", "f32")  # ttnn conv2d dtype / weights_dtype (tenstorrent-conv2d.md, Conv2dConfig)
 
-
-class TenstorrentTarget:
+class TenstorrentTarget(FamilyTarget[TTPrepared]):
     """One Tenstorrent preset behind the `Target` protocol."""
 
     family = "tenstorrent"
-    objectives: tuple[str, ...] = ("latency", "offchip_bytes", "footprint")
 
     def __init__(self, name: str, hardware: TensixHardware) -> None:
-        self.name = name
-        self.hardware = hardware
-        # per problem: GEMM view, space, coder and priced table (each built on first use)
-        self._memo: ProblemMemo[TTPrepared] = ProblemMemo(
-            lambda p: TTPrepared(p, hardware, supported=not self.supports(p))
-        )
+        super().__init__(name, hardware)
+        self.hardware: TensixHardware = hardware
+
+    def _prepare(self, problem: Problem) -> TTPrepared:
+        """GEMM view, space, coder and priced table of a problem (each built on first use)."""
+        return TTPrepared(problem, self.hardware, tuple(RULES.violations(problem, SUPPORTED_DTYPES)))
+
+    def _score_codes(self, problem: Problem, prep: TTPrepared, codes: dict[str, np.ndarray]) -> BatchScore:
+        return self._batch(prep.table.score(codes))
+
+    def _score_values(self, problem: Problem, prep: TTPrepared) -> ScoreFn:
+        return lambda cols: self._batch(score_general(prep.shape, self.hardware, cols))
 
     def _shape(self, problem: Problem) -> TTShape:
-        return self._memo.get(problem).shape
-
-    # ---- protocol ------------------------------------------------------------------------------
-    def supports(self, problem: Problem) -> list[Violation]:
-        out: list[Violation] = []
-        if not problem.is_binary:
-            out.append(
-                Violation(
-                    code="unary",
-                    message="the Tensix matrix unit multiplies two operands; a unary reduction is not modelled "
-                    "on this target: run it on another target",
-                )
-            )
-            return out
-        if problem.reduce_op != "add":
-            out.append(
-                Violation(
-                    code="reduce-op",
-                    message=f"reduce op {problem.reduce_op} is not a matmul: the Tensix FPU only multiplies and adds",
-                )
-            )
-        for o in problem.inputs:
-            if o.dtype not in SUPPORTED_DTYPES:
-                out.append(
-                    Violation(
-                        code="dtype",
-                        message=f"operand {o.name} is {o.dtype}; this model supports {', '.join(SUPPORTED_DTYPES)} "
-                        "inputs (ttnn conv2d dtypes): convert it to bf16",
-                    )
-                )
-        return out
-
-    def space(self, problem: Problem) -> SearchSpace:
-        return self._memo.get(problem).space
+        return self.prepared(problem).shape
 
     def mapping(self, problem: Problem, point: dict[str, Choice]) -> Mapping:
         return build_mapping(problem, self._shape(problem), self.hardware, self.name, point)
@@ -109,6 +79,8 @@ class TenstorrentTarget:
         if out:
             return out
         point = point_of(mapping)
+        if point is None:
+            return [knobs_violation(mapping, PARAMS)]
         return violations(self._shape(problem), self.hardware, point, self._eval(problem, point))
 
     def lower_bound(self, problem: Problem) -> LowerBound:
@@ -130,6 +102,8 @@ class TenstorrentTarget:
 
     def cost(self, problem: Problem, mapping: Mapping) -> CostReport:
         point = point_of(mapping)
+        if point is None:
+            raise ValueError(knobs_violation(mapping, PARAMS).message)
         a = {k: float(v[0]) for k, v in self._eval(problem, point).a.items()}
         hw = self.hardware
         lb = self.lower_bound(problem)
@@ -164,29 +138,13 @@ class TenstorrentTarget:
             notes=tuple(notes),
         )  # fmt: skip
 
-    def score_batch(self, problem: Problem, columns: dict[str, np.ndarray]) -> BatchScore:
-        prep = self._memo.get(problem)
-        if not prep.supported:
-            return BatchScore.infeasible(len(next(iter(columns.values()))), self.objectives)
-
-        def general(cols: dict[str, np.ndarray]) -> BatchScore:
-            return self._batch(score_general(prep.shape, self.hardware, cols))
-
-        return score_values(prep.coder, columns, lambda codes: self._batch(prep.table.score(codes)), general)
-
-    def score_codes(self, problem: Problem, codes: dict[str, np.ndarray]) -> BatchScore:
-        prep = self._memo.get(problem)
-        if not prep.supported:
-            return BatchScore.infeasible(len(next(iter(codes.values()))), self.objectives)
-        return self._batch(prep.table.score(codes))
-
     def _batch(self, outs: tuple[np.ndarray, ...]) -> BatchScore:
         feas, lat, off, foot = outs
         return BatchScore(feasible=feas, objectives={"latency": lat, "offchip_bytes": off, "footprint": foot})
 
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
-        prep = self._memo.get(problem)
-        if not prep.supported:
+        prep = self.prepared(problem)
+        if prep.reasons:
             return []
         return warm_starts(prep.shape, self.hardware, prep.space)
 

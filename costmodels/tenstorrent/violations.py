@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+from costmodels.family import ProblemRules
 from costmodels.protocol import Choice, Violation
 from costmodels.tenstorrent.cost import CODES, Evaluation
 from costmodels.tenstorrent.hardware import FIDELITIES, TensixHardware
 from costmodels.tenstorrent.shape import TTShape, layout_stats
 
 KIB = 1024
+#: ttnn conv2d dtype / weights_dtype (tenstorrent-conv2d.md, Conv2dConfig)
+SUPPORTED_DTYPES = ("bf16", "f32")
+
+#: problem-level reasons (`supports`)
+RULES = ProblemRules(
+    unary="the Tensix matrix unit multiplies two operands; a unary reduction is not modelled "
+    "on this target: run it on another target",
+    reduce_op="reduce op {op} is not a matmul: the Tensix FPU only multiplies and adds",
+    dtype="operand {name} is {dtype}; this model supports {allowed} inputs (ttnn conv2d dtypes): convert it to bf16",
+)
 
 
 def _kib(b: float) -> str:

@@ -18,7 +18,8 @@ import math
 
 import numpy as np
 
-from costmodels.ir import Fill, Level, Loop, Mapping
+from costmodels.family import zero_fill
+from costmodels.ir import Level, Loop, Mapping
 from costmodels.trainium.cost import Quantities, fetches, live_output_blocks, role_trips
 from costmodels.trainium.nest import LEVELS, ROLE_CODE, B, K, M, Roles, RoleSplit, S, role_splits, roles_of
 from workload.problem import Problem
@@ -45,17 +46,15 @@ def build_mapping(problem: Problem, preset: str, point: dict[str, object]) -> Ma
         Level(name="sbuf", loops=tuple(_loops(roles, splits, "b" + inner, "sbuf", False))),
         Level(name="nc_matmul", loops=tuple(_loops(roles, splits, "ksm", "tile", False))),
     )
-    fill: dict[str, dict[str, Fill]] = {}
-    for axis, size in zip(roles.axes["k"], (problem.axes[a] for a in roles.axes["k"]), strict=True):
-        padded = math.prod(lp.factor for lvl in levels for lp in lvl.loops if lp.axis == axis)
-        if padded > size:
-            for op in problem.inputs:
-                if axis in op.axes:
-                    fill.setdefault(op.name, {})[axis] = "zero"
+    fill = zero_fill(problem, levels, roles.axes["k"])
     tk = math.prod(splits["k"].tile)
     knobs: dict[str, int | float | str | bool] = {k: v for k, v in point.items() if isinstance(v, int | float | str)}
     knobs["double_row"] = bool(tk > 128)
     return Mapping(target=preset, levels=levels, acc_dtype="f32", fill=fill, knobs=knobs)
+
+
+#: the knobs `check` and `cost` read back from a mapping (the rest of the point is in its loops)
+KNOBS = ("stationary", "acc")
 
 
 def structure_errors(problem: Problem, mapping: Mapping) -> list[str]:

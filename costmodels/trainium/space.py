@@ -37,7 +37,7 @@ STATIONARY: tuple[str, ...] = ("weight", "other")
 _FP8 = ("f8e4m3", "f8e5m2")
 
 
-def problem_consts(hw: TrainiumHardware, problem: Problem, roles: Roles, supported: bool) -> ProblemConsts:
+def problem_consts(problem: Problem, hw: TrainiumHardware, roles: Roles, supported: bool) -> ProblemConsts:
     """Problem-level inputs of the formulas for one stationary choice."""
     st, mv = problem.inputs[roles.stat_input], problem.inputs[roles.mov_input]
     names = [o.dtype for o in problem.inputs]
@@ -46,7 +46,7 @@ def problem_consts(hw: TrainiumHardware, problem: Problem, roles: Roles, support
         s_mov=dtypes.info(mv.dtype).bytes,
         s_out=dtypes.info(problem.output.dtype).bytes,
         fp32=any(dtypes.canonical_dtype(n) == "f32" for n in names),
-        double_row=hw.fp8_double_row and all(dtypes.canonical_dtype(n) in _FP8 for n in names),
+        double_row=double_row(problem, hw),
         real_stat_bytes=problem.operand_bytes(st),
         real_mov_bytes=problem.operand_bytes(mv),
         macs=float(problem.macs),
@@ -123,7 +123,13 @@ def _distinct_cores(problem: Problem, hw: TrainiumHardware, cases: list[tuple[li
     return tuple(kept)
 
 
-def build_space(hw: TrainiumHardware, problem: Problem, double_row: bool) -> SearchSpace:
+def double_row(problem: Problem, hw: TrainiumHardware) -> bool:
+    """Whether nc_matmul runs fp8 double-row (K up to 256): the preset allows it and both inputs are fp8."""
+    fp8 = all(dtypes.canonical_dtype(o.dtype) in _FP8 for o in problem.inputs)
+    return hw.fp8_double_row and fp8
+
+
+def build_space(problem: Problem, hw: TrainiumHardware) -> SearchSpace:
     """The mapping choices of a supported binary problem, without choices that repeat a mapping.
 
     Dropped: tile and block caps that give the same split as a kept one; loop orders that differ
@@ -131,7 +137,7 @@ def build_space(hw: TrainiumHardware, problem: Problem, double_row: bool) -> Sea
     split: the same nest as one core); core counts that split every shardable role like a smaller one.
     """
     both = [roles_of(problem, s) for s in STATIONARY]
-    k_caps = ((2 * hw.pe_rows,) if double_row and hw.fp8_double_row else ()) + TILE_K_CAPS
+    k_caps = ((2 * hw.pe_rows,) if double_row(problem, hw) else ()) + TILE_K_CAPS
     ts = _distinct_caps(problem, TILE_STAT_CAPS, [(r, "s") for r in both])
     tm = _distinct_caps(problem, TILE_MOV_CAPS, [(r, "m") for r in both])
     tk = _distinct_caps(problem, k_caps, [(both[0], "k")])

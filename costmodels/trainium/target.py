@@ -29,91 +29,66 @@ from typing import Any
 
 import numpy as np
 
-from costmodels.choice_codes import SpaceCoder, score_values
+from costmodels.choice_codes import SpaceCoder
+from costmodels.family import FamilyTarget, knobs_violation, point_of
 from costmodels.ir import Mapping, coverage_errors, flat_mapping
 from costmodels.presets import load_preset
-from costmodels.problem_memo import ProblemMemo
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Param, SearchSpace, Violation
 from costmodels.trainium.cost import Evaluation, ProblemConsts, Quantities, evaluate, lower_bound_cycles
 from costmodels.trainium.hardware import TrainiumHardware
-from costmodels.trainium.mapping import build_mapping, mapping_quantities, structure_errors
+from costmodels.trainium.mapping import KNOBS, build_mapping, mapping_quantities, structure_errors
 from costmodels.trainium.nest import Roles
 from costmodels.trainium.render import render_mapping
 from costmodels.trainium.scoring import GridScorer, price_grid
-from costmodels.trainium.space import build_space, problem_consts
-from costmodels.trainium.violations import violation_messages
+from costmodels.trainium.space import build_space, double_row, problem_consts
+from costmodels.trainium.violations import NC_MATMUL_DTYPES, RULES, violation_messages
 from costmodels.trainium.warm import warm_points
 from workload import dtypes
 from workload.problem import Problem
 
-_NC_MATMUL_DTYPES = ("f8e4m3", "f8e5m2", "bf16", "f16", "f32")
-_KEEP_GRIDS = 4  # priced grids kept per target (each <= 24 bytes per point of the space)
-_UNSUPPORTED = SearchSpace(params=(Param(name="unsupported", choices=("-",), doc="the problem cannot run here"),))
+UNSUPPORTED = SearchSpace(params=(Param(name="unsupported", choices=("-",), doc="the problem cannot run here"),))
 
 
 @dataclass(frozen=True)
 class Prepared:
-    """What scoring a problem needs: the coder of its space and the scorer over its priced grid."""
+    """What scoring a problem needs: its space, the space's coder and the scorer over its priced grid."""
 
+    reasons: tuple[Violation, ...]
+    space: SearchSpace
     coder: SpaceCoder
     scorer: GridScorer | None  # None: the problem cannot run here (every point infeasible)
 
 
-class TrainiumTarget:
+class TrainiumTarget(FamilyTarget[Prepared]):
     """One Trainium preset: the Target protocol over the nc_matmul cost model."""
 
     family = "trainium"
-    objectives: tuple[str, ...] = ("latency", "offchip_bytes", "footprint")
+    keep = 4  # priced grids kept per target (each <= 24 bytes per point of the space)
 
     def __init__(self, name: str, hardware: TrainiumHardware) -> None:
-        self.name = name
-        self.hardware = hardware
-        self._prepared: ProblemMemo[Prepared] = ProblemMemo(self._prepare, size=_KEEP_GRIDS)
+        super().__init__(name, hardware)
+        self.hardware: TrainiumHardware = hardware
 
-    # ---- problem level --------------------------------------------------------------------
-    def supports(self, problem: Problem) -> list[Violation]:
-        out: list[Violation] = []
-        if not problem.is_binary:
-            out.append(
-                Violation(
-                    code="unary",
-                    message="a unary reduction has no second operand for the tensor engine; it runs on the Vector "
-                    "Engine, which this model does not price: use a target with a vector model",
-                )
-            )
-        if problem.reduce_op != "add":
-            out.append(
-                Violation(
-                    code="reduce-op",
-                    message=f"nc_matmul accumulates sums in PSUM; a {problem.reduce_op} reduction runs on the Vector "
-                    "Engine, which this model does not price: use reduce op add",
-                )
-            )
-        for op in problem.inputs:
-            name = dtypes.canonical_dtype(op.dtype)
-            if name not in _NC_MATMUL_DTYPES:
-                out.append(
-                    Violation(
-                        code="dtype",
-                        message=f"input {op.name} is {name}, but nc_matmul takes float8/bfloat16/float16/tfloat32/"
-                        "float32 inputs only: cast it to bf16 (exact for i8) or f32",
-                    )
-                )
-        return out
+    def _prepare(self, problem: Problem) -> Prepared:
+        """The space and its coder and (when the problem runs here) the whole space priced."""
+        reasons = tuple(RULES.violations(problem, NC_MATMUL_DTYPES))
+        if reasons:
+            return Prepared(reasons, UNSUPPORTED, SpaceCoder(UNSUPPORTED), None)
+        space = build_space(problem, self.hardware)
+        grid = price_grid(
+            self.hardware, problem, space, lambda r: problem_consts(problem, self.hardware, r, supported=True)
+        )
+        return Prepared(reasons, space, SpaceCoder(space), GridScorer(grid))
+
+    def _score_codes(self, problem: Problem, prep: Prepared, codes: dict[str, np.ndarray]) -> BatchScore:
+        """Points by choice index, gathered from the problem's priced grid (`trainium.scoring`)."""
+        assert prep.scorer is not None
+        return prep.scorer(codes)
 
     def _consts(self, problem: Problem, roles: Roles) -> ProblemConsts:
-        return problem_consts(self.hardware, problem, roles, supported=not self.supports(problem))
+        return problem_consts(problem, self.hardware, roles, supported=not self.supports(problem))
 
-    def _double_row(self, problem: Problem) -> bool:
-        fp8 = all(dtypes.canonical_dtype(o.dtype) in ("f8e4m3", "f8e5m2") for o in problem.inputs)
-        return self.hardware.fp8_double_row and fp8
-
-    # ---- space and mapping ----------------------------------------------------------------
-    def space(self, problem: Problem) -> SearchSpace:
-        if self.supports(problem):
-            return _UNSUPPORTED
-        return build_space(self.hardware, problem, self._double_row(problem))
-
+    # ---- mapping ----------------------------------------------------------------------------
     def mapping(self, problem: Problem, point: dict[str, Choice]) -> Mapping:
         if self.supports(problem):
             return flat_mapping(problem, target=self.name, level="nc_matmul")
@@ -128,6 +103,8 @@ class TrainiumTarget:
         out = self.supports(problem)
         if out:
             return out
+        if point_of(mapping, KNOBS) is None:
+            return [knobs_violation(mapping, KNOBS)]
         structure = structure_errors(problem, mapping)
         if structure:
             return [Violation(code="structure", message=f"{e}: build the mapping with target.mapping(...)")
@@ -137,7 +114,7 @@ class TrainiumTarget:
             for e in coverage_errors(problem, mapping)
         ]
         roles, q, ev = self._evaluate(problem, mapping)
-        out += violation_messages(self.hardware, self.name, problem, roles, q, ev, self._double_row(problem))
+        out += violation_messages(self.hardware, self.name, problem, roles, q, ev, double_row(problem, self.hardware))
         return out
 
     def cost(self, problem: Problem, mapping: Mapping) -> CostReport:
@@ -171,7 +148,7 @@ class TrainiumTarget:
 
     def lower_bound(self, problem: Problem) -> LowerBound:
         names = [dtypes.canonical_dtype(o.dtype) for o in problem.inputs]
-        c = ProblemConsts(0, 0, 0, "f32" in names, self._double_row(problem), 0, 0, float(problem.macs), True)
+        c = ProblemConsts(0, 0, 0, "f32" in names, double_row(problem, self.hardware), 0, 0, float(problem.macs), True)
         comp, mem = lower_bound_cycles(self.hardware, c, problem.min_bytes)
         why = "compute" if comp >= mem else "HBM bandwidth"
         return LowerBound(
@@ -181,28 +158,6 @@ class TrainiumTarget:
             reason=f"{why}: {self.hardware.cores_per_chip} cores x peak MAC/cycle, {self.hardware.hbm_bytes_per_s:g} "
             "B/s HBM on every operand read once",
         )
-
-    def score_batch(self, problem: Problem, columns: dict[str, np.ndarray]) -> BatchScore:
-        """Points by value: encoded to codes and gathered (a value outside the space: ``ValueError``)."""
-        prep = self._prepared.get(problem)
-        if prep.scorer is None:
-            return BatchScore.infeasible(len(next(iter(columns.values()))) if columns else 1, self.objectives)
-        return score_values(prep.coder, columns, prep.scorer)
-
-    def score_codes(self, problem: Problem, codes: dict[str, np.ndarray]) -> BatchScore:
-        """Points by choice index, gathered from the problem's priced grid (`trainium.scoring`)."""
-        prep = self._prepared.get(problem)
-        if prep.scorer is None:
-            return BatchScore.infeasible(len(next(iter(codes.values()))) if codes else 1, self.objectives)
-        return prep.scorer(codes)
-
-    def _prepare(self, problem: Problem) -> Prepared:
-        """The coder of a problem's space and (when the problem runs here) the whole space priced."""
-        space = self.space(problem)
-        if self.supports(problem):
-            return Prepared(SpaceCoder(space), None)
-        grid = price_grid(self.hardware, problem, space, lambda r: self._consts(problem, r))
-        return Prepared(SpaceCoder(space), GridScorer(grid))
 
     # ---- guidance and display -------------------------------------------------------------
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:

@@ -6,11 +6,26 @@ The masks come from costmodels.trainium.cost.evaluate, so `check` reports exactl
 
 from __future__ import annotations
 
+from costmodels.family import ProblemRules
 from costmodels.protocol import Violation
 from costmodels.trainium.cost import Evaluation, Quantities
 from costmodels.trainium.hardware import TrainiumHardware
 from costmodels.trainium.nest import Roles
 from workload.problem import Problem
+
+#: input dtypes nc_matmul takes (nki-nc_matmul.txt)
+NC_MATMUL_DTYPES = ("f8e4m3", "f8e5m2", "bf16", "f16", "f32")
+
+#: problem-level reasons (`supports`): a unary problem is told every reason, not only the first
+RULES = ProblemRules(
+    unary="a unary reduction has no second operand for the tensor engine; it runs on the Vector "
+    "Engine, which this model does not price: use a target with a vector model",
+    reduce_op="nc_matmul accumulates sums in PSUM; a {op} reduction runs on the Vector "
+    "Engine, which this model does not price: use reduce op add",
+    dtype="input {name} is {dtype}, but nc_matmul takes float8/bfloat16/float16/tfloat32/"
+    "float32 inputs only: cast it to bf16 (exact for i8) or f32",
+    unary_only=False,
+)
 
 
 def _kib(x: float) -> str:

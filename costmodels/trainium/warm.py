@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from costmodels.choice_codes import row_point
 from costmodels.protocol import BatchScore, Choice, Param, SearchSpace
 from costmodels.trainium.space import STATIONARY
 from workload.problem import Problem
@@ -33,7 +34,7 @@ def warm_points(
         mask = np.asarray(cols["stationary"], dtype=object) == st
         cand = np.flatnonzero(mask & np.isfinite(lat))
         for i in cand[np.argsort(lat[cand], kind="stable")][:3]:
-            out.append({k: (v[i].item() if isinstance(v[i], np.generic) else v[i]) for k, v in cols.items()})
+            out.append(row_point(cols, i))
     if not out:
-        out.append({k: (v[0].item() if isinstance(v[0], np.generic) else v[0]) for k, v in cols.items()})
+        out.append(row_point(cols, 0))
     return out
