@@ -17,9 +17,10 @@ import optuna
 import pytest
 from typer.testing import CliRunner
 
-from costmodels.registry import get_target, target_names
+from costmodels.registry import FAMILIES, get_target, target_names
 from mapper.cache import tune_cached
 from mapper.cli import app
+from mapper.keys import cost_model_version
 from mapper.result import TuneResult
 from mapper.search import tune
 from mapper.settings import SearchSettings
@@ -134,3 +135,17 @@ def test_cli_row_product_goes_to_the_vector_unit_with_reduce_op_mul() -> None:
     assert data["validation"]["passed"] is True
     bad = runner.invoke(app, ["tune", "--conv", "batch=1,in=8,out=8,h=8,w=8,k=3", "--reduce-op", "max"])
     assert bad.exit_code == 2 and "--reduce-op applies to --einsum" in bad.output
+
+
+def test_cost_model_version_covers_the_family_and_the_shared_modules_it_uses() -> None:
+    """Editing one family's model invalidates that family's cached results only."""
+    from mapper.keys import model_files
+
+    for family in FAMILIES:
+        files = {f.as_posix() for f in model_files(f"costmodels.{family}.target")}
+        assert any(f.endswith(f"costmodels/{family}/target.py") for f in files)
+        assert any(f.endswith("costmodels/protocol.py") for f in files)
+        others = [o for o in FAMILIES if o != family]
+        assert not [f for f in files for o in others if f"costmodels/{o}/" in f]
+    versions = {n: cost_model_version(get_target(n)) for n in target_names()}
+    assert versions["trn1"] == versions["trn2"] != versions["rngd"]
