@@ -241,3 +241,17 @@ def test_pareto_mask_matches_definition() -> None:
     for i in range(len(v)):
         dominated = any(np.all(v[j] <= v[i]) and np.any(v[j] < v[i]) for j in range(len(v)))
         assert mask[i] == (not dominated)
+
+
+def test_every_strategy_name_is_a_strategy_class() -> None:
+    """`auto` plans; every other name is the enumeration or an Optuna sampler of the table."""
+    from mapper.settings import STRATEGIES
+    from mapper.strategies import SAMPLERS, Enumeration, OptunaStudy, Strategy, strategy_for
+
+    assert set(STRATEGIES) == {"auto", Enumeration.name, *SAMPLERS}
+    for name in STRATEGIES[1:]:
+        s = strategy_for(name)
+        assert isinstance(s, Strategy) and s.name == name
+        assert isinstance(s, Enumeration if name == "exhaustive" else OptunaStudy)
+    with pytest.raises(ValueError, match="no Optuna sampler"):
+        strategy_for("annealing")

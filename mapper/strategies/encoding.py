@@ -1,4 +1,4 @@
-"""How Optuna sees a search space: samplers, parameter encodings and the structural split.
+"""How an Optuna study sees a search space: parameter encodings and the structural split.
 
 Optuna chooses the *structural* parameters of a point (placements, stationary operand, the
 choices with few options); the remaining *inner* parameters form a sub-space small enough to
@@ -102,32 +102,3 @@ def split_params(space: SearchSpace, inner_points: int) -> tuple[tuple[Param, ..
             break  # an ordinal parameter did not fit: categoricals stay structural
     structural = tuple(p for p in space.params if p.name not in inner)
     return structural, tuple(p for p in space.params if p.name in inner)
-
-
-def make_sampler(strategy: str, seed: int, n_objectives: int, n_startup: int = 10) -> optuna.samplers.BaseSampler:
-    """The Optuna sampler of a strategy (``tpe``, ``random``, ``cmaes``, ``nsga2``).
-
-    Optuna 5 defaults: TPE is multivariate with the constant liar, and is also the default for
-    several objectives; constraints come from ``trial.set_constraint`` (``constraints_func`` is
-    deprecated), so no sampler here is given one.
-    """
-    if strategy == "tpe":
-        return optuna.samplers.TPESampler(seed=seed, n_startup_trials=n_startup)
-    if strategy == "random":
-        return optuna.samplers.RandomSampler(seed=seed)
-    if strategy == "nsga2":
-        return optuna.samplers.NSGAIISampler(seed=seed, population_size=max(8, min(50, n_startup * 2)))
-    if strategy == "cmaes":
-        if n_objectives > 1:
-            raise ValueError("CMA-ES optimises one objective: use nsga2 or tpe for several")
-        try:
-            import cmaes  # noqa: F401
-        except ImportError:
-            raise ValueError("strategy cmaes needs the 'cmaes' package: pip install cmaes") from None
-        return optuna.samplers.CmaEsSampler(
-            seed=seed,
-            n_startup_trials=n_startup,
-            independent_sampler=optuna.samplers.RandomSampler(seed=seed),
-            warn_independent_sampling=False,
-        )
-    raise ValueError(f"no Optuna sampler for strategy {strategy!r}")

@@ -20,7 +20,7 @@ import optuna
 
 from costmodels.protocol import Choice, SearchSpace, Target
 from mapper.enumerate import point_at, subspace_codes
-from mapper.strategies import CONSTRAINT_PREFIX, Encoding
+from mapper.strategies.encoding import CONSTRAINT_PREFIX, Encoding
 from workload.problem import Problem
 
 #: value an infeasible trial reports (Optuna ranks it behind every feasible trial via its constraints anyway)
