@@ -19,7 +19,7 @@ import pytest
 
 from costmodels.protocol import Choice
 from costmodels.registry import get_target
-from tests.rngd_points import BASE as SUITE_BASE
+from tests.costmodels.rngd.points import BASE as SUITE_BASE
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 

@@ -10,7 +10,7 @@ import pytest
 from costmodels.presets import preset_sources
 from costmodels.registry import get_target
 from costmodels.rngd.target import RngdTarget
-from tests.rngd_points import BASE
+from tests.costmodels.rngd.points import BASE
 from workload.einsum import einsum
 from workload.errors import ProblemError
 

@@ -14,7 +14,7 @@ import pytest
 
 from costmodels.ir import Mapping, coverage_errors
 from costmodels.registry import get_target
-from tests.tt_points import BASE
+from tests.costmodels.tenstorrent.points import BASE
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem

@@ -10,7 +10,6 @@ import time
 
 import numpy as np
 import optuna
-from test_mapper_fake_target import FakeMatmulTarget, matmul
 
 from costmodels.protocol import BatchScore, Param, SearchSpace
 from mapper.enumerate import ChunkPlan, Enumeration
@@ -18,6 +17,7 @@ from mapper.planning import MAX_INNER, MIN_INNER, Probe, inner_size, resolve_str
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from mapper.strategies import split_params
+from tests.mapper.fake_target import FakeMatmulTarget, matmul
 from workload.problem import Problem
 
 P = matmul(1024, 512, 2048)  # 896 points

@@ -15,7 +15,7 @@ from costmodels.registry import get_target
 from costmodels.rngd.cost import evaluate
 from costmodels.rngd.target import RngdTarget
 from costmodels.rngd.warm import family_mask, rule_family
-from tests.rngd_points import BASE
+from tests.costmodels.rngd.points import BASE
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem

@@ -15,7 +15,7 @@ import pytest
 
 from costmodels.protocol import CostReport
 from costmodels.registry import get_target
-from tests.tt_points import BASE as TT_BASE
+from tests.costmodels.tenstorrent.points import BASE as TT_BASE
 from workload.conv2d import conv2d
 
 T = get_target("wormhole-n150")

@@ -30,33 +30,6 @@ def _f64(a: np.ndarray) -> np.ndarray:
 # ---- independent formulations ------------------------------------------------------------
 
 
-def loop_conv2d(
-    x: np.ndarray,
-    w: np.ndarray,
-    stride: tuple[int, int],
-    padding: tuple[int, int],
-    dilation: tuple[int, int],
-) -> np.ndarray:
-    """Grouped conv2d by a loop over output pixels, with explicit zero padding.
-
-    x: (n, H, W, g, ci) real input; w: (kh, kw, g, ci, co). Returns (n, OH, OW, g, co).
-    """
-    n, h, wd, g, ci = x.shape
-    kh, kw, _, _, co = w.shape
-    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
-    xp = np.zeros((n, h + 2 * ph, wd + 2 * pw, g, ci), dtype=x.dtype)
-    xp[:, ph : ph + h, pw : pw + wd] = x
-    oh = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-    ow = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
-    y = np.zeros((n, oh, ow, g, co), dtype=x.dtype)
-    for b, i, j, gg in itertools.product(range(n), range(oh), range(ow), range(g)):
-        rows = [i * sh + a * dh for a in range(kh)]
-        cols = [j * sw + c * dw for c in range(kw)]
-        window = xp[b][np.ix_(rows, cols)][:, :, gg, :]  # (kh, kw, ci)
-        y[b, i, j, gg] = np.tensordot(window, w[:, :, gg], axes=([0, 1, 2], [0, 1, 2]))
-    return y
-
-
 def _conv_case(seed: int, dtype: str = "f32", **params: object) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     p = conv2d(dtype=dtype, **params)  # type: ignore[arg-type]
     x, w = random_inputs(p, np.random.default_rng(seed))
@@ -317,9 +290,9 @@ CONV_CASES: list[dict[str, Any]] = [
 
 
 @pytest.mark.parametrize("case", CONV_CASES)
-def test_conv2d_matches_loop_conv(case: dict[str, Any]) -> None:
+def test_conv2d_matches_loop_conv(case: dict[str, Any], conv2d_by_loops: Callable[..., np.ndarray]) -> None:
     x, w, got, params = _conv_case(7, batch=2, **case)
-    want = loop_conv2d(
+    want = conv2d_by_loops(
         _f64(x),
         _f64(w),
         _pair(params.get("stride", 1)),
@@ -330,10 +303,10 @@ def test_conv2d_matches_loop_conv(case: dict[str, Any]) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
-def test_int8_conv2d_is_exact() -> None:
+def test_int8_conv2d_is_exact(conv2d_by_loops: Callable[..., np.ndarray]) -> None:
     case = CONV_CASES[1]
     x, w, got, _ = _conv_case(3, dtype="i8", batch=1, **case)
-    want = loop_conv2d(x.astype(np.int64), w.astype(np.int64), (2, 2), (1, 1), (1, 1))
+    want = conv2d_by_loops(x.astype(np.int64), w.astype(np.int64), (2, 2), (1, 1), (1, 1))
     assert got.dtype == np.int64 and np.array_equal(got, want)
 
 
@@ -377,7 +350,7 @@ def test_conv2d_matches_torch(case: dict[str, Any]) -> None:
 )
 def test_random_conv_params_agree_with_loop_conv(
     n: int, g: int, ci: int, co: int, h: int, w: int, kh: int, kw: int, sh: int, sw: int, ph: int, pw: int,
-    dh: int, dw: int, seed: int,
+    dh: int, dw: int, seed: int, conv2d_by_loops: Callable[..., np.ndarray],
 ) -> None:  # fmt: skip
     try:
         p = conv2d(
@@ -399,5 +372,5 @@ def test_random_conv_params_agree_with_loop_conv(
         return
     x, wt = random_inputs(p, np.random.default_rng(seed))
     got = evaluate(p, [x, wt])
-    want = loop_conv2d(x.astype(np.int64), wt.astype(np.int64), (sh, sw), (ph, pw), (dh, dw))
+    want = conv2d_by_loops(x.astype(np.int64), wt.astype(np.int64), (sh, sw), (ph, pw), (dh, dw))
     assert np.array_equal(got, want)

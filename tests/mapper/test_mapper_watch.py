@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from test_mapper_fake_target import FakeMatmulTarget, matmul
-
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from mapper.watch import Watch
+from tests.mapper.fake_target import FakeMatmulTarget, matmul
 
 P = matmul(1024, 512, 2048)
 

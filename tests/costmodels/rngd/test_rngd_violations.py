@@ -16,7 +16,7 @@ from costmodels.protocol import Choice, Target
 from costmodels.registry import get_target
 from costmodels.rngd.cost import CONSTRAINTS
 from costmodels.rngd.target import RngdTarget
-from tests.rngd_points import BASE
+from tests.costmodels.rngd.points import BASE
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem

@@ -11,7 +11,7 @@ from costmodels.protocol import Choice
 from costmodels.registry import get_target
 from costmodels.rngd.factors import factors
 from costmodels.rngd.target import RngdTarget
-from tests.rngd_points import BASE
+from tests.costmodels.rngd.points import BASE
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem

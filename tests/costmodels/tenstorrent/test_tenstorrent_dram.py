@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from costmodels.registry import get_target
-from tests.tt_points import BASE
+from tests.costmodels.tenstorrent.points import BASE
 from workload import dtypes
 from workload.conv2d import conv2d
 from workload.einsum import einsum

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
-from tests.test_reference import loop_conv2d
 from workload import named
 from workload.conv2d import Conv2dParams, as_conv2d, conv2d
 from workload.errors import ProblemError
@@ -88,7 +88,9 @@ def test_resnet50_shapes_chain() -> None:
     assert (h, c) == (7, 2048)
 
 
-def _check_against_loop(c: Conv2dParams, height: int, width: int, seed: int, channel_div: int = 1) -> None:
+def _check_against_loop(
+    loop_conv2d: Callable[..., np.ndarray], c: Conv2dParams, height: int, width: int, seed: int, channel_div: int = 1
+) -> None:
     """Layer `c` with its kernel, stride and padding on a smaller input: reference vs the loop conv (exact, i8)."""
     p = conv2d(
         batch=1,
@@ -110,18 +112,20 @@ def _check_against_loop(c: Conv2dParams, height: int, width: int, seed: int, cha
     assert got.dtype == np.int64 and got.shape == want.shape and np.array_equal(got, want), p.summary()
 
 
-def test_every_resnet50_layer_matches_the_loop_conv_on_reduced_spatial_sizes() -> None:
+def test_every_resnet50_layer_matches_the_loop_conv_on_reduced_spatial_sizes(
+    conv2d_by_loops: Callable[..., np.ndarray],
+) -> None:
     # Full channels, kernels, strides and padding; input shrunk to 7x6 (odd and even: a stride-2
     # window then skips a trailing row but not a column), 9x8 for the 7x7 stem.
     for i, c in enumerate(_convs().values()):
         height, width = (9, 8) if c.kernel == (7, 7) else (7, 6)
-        _check_against_loop(c, height, width, seed=i)
+        _check_against_loop(conv2d_by_loops, c, height, width, seed=i)
 
 
-def test_representative_layers_with_larger_spatial_sizes() -> None:
+def test_representative_layers_with_larger_spatial_sizes(conv2d_by_loops: Callable[..., np.ndarray]) -> None:
     convs = _convs()
     for i, label in enumerate(("conv1", "layer2.0.conv2", "layer3.0.downsample", "layer4.1.conv2")):
-        _check_against_loop(convs[label], 16, 15, seed=100 + i, channel_div=8)
+        _check_against_loop(conv2d_by_loops, convs[label], 16, 15, seed=100 + i, channel_div=8)
 
 
 # ---- transformers --------------------------------------------------------------------------

@@ -11,7 +11,6 @@ import time
 
 import numpy as np
 import pytest
-from test_mapper_fake_target import FakeMatmulTarget, matmul
 
 from costmodels.choice_codes import SpaceCoder
 from costmodels.protocol import BatchScore
@@ -20,6 +19,7 @@ from mapper.result import TuneResult
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from mapper.strategies import split_params
+from tests.mapper.fake_target import FakeMatmulTarget, matmul
 from workload.errors import ProblemError
 from workload.problem import Problem
 

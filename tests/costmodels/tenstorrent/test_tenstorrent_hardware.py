@@ -7,7 +7,7 @@ import pytest
 from costmodels.presets import load_preset, preset_sources
 from costmodels.registry import get_target
 from costmodels.tenstorrent.hardware import TensixHardware
-from tests.tt_points import BASE
+from tests.costmodels.tenstorrent.points import BASE
 from workload.conv2d import conv2d
 from workload.errors import ProblemError
 

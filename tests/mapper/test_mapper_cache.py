@@ -10,15 +10,15 @@ from pathlib import Path
 
 import optuna
 import pytest
-from test_mapper_fake_target import fake_target, matmul
 
 from mapper.cache import ResultCache, tune_cached
 from mapper.settings import SearchSettings
 from mapper.workloads import tune_layers
+from tests.mapper.fake_target import fake_target, matmul
 
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 FAST = SearchSettings(strategy="tpe", max_trials=10)
-TESTS = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_memory_hit_is_fast_and_identical() -> None:
@@ -64,8 +64,8 @@ def test_any_change_searches_again() -> None:
 
 CHILD = """
 import sys
-sys.path.insert(0, {tests!r})
-from test_mapper_fake_target import fake_target, matmul
+sys.path.insert(0, {root!r})
+from tests.mapper.fake_target import fake_target, matmul
 from mapper.cache import tune_cached
 from mapper.settings import SearchSettings
 r = tune_cached(matmul(256, 256, 512), "fake", SearchSettings(strategy="tpe", max_trials=10),
@@ -78,11 +78,11 @@ def test_journal_file_is_found_by_another_process(tmp_path: Path) -> None:
     path = str(tmp_path / "results.log")
     first = tune_cached(matmul(256, 256, 512), "fake", FAST, storage=path, factory=fake_target, validate=False)
     out = subprocess.run(
-        [sys.executable, "-c", CHILD.format(tests=str(TESTS), storage=path)],
+        [sys.executable, "-c", CHILD.format(root=str(ROOT), storage=path)],
         capture_output=True,
         text=True,
         check=True,
-        cwd=TESTS.parent,
+        cwd=ROOT,
     ).stdout.split()
     assert out == ["True", first.key]
 
