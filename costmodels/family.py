@@ -30,6 +30,9 @@ from workload.problem import Problem
 
 #: the objectives every family prices
 OBJECTIVES: tuple[str, ...] = ("latency", "offchip_bytes", "footprint")
+#: the codes of `ProblemRules` and of `knobs_violation`, in every family's list of codes
+RULE_CODES: tuple[str, ...] = ("unary", "reduce-op", "dtype")
+KNOBS = "knobs"
 
 
 class Prepared(Protocol):
@@ -160,7 +163,7 @@ def knobs_violation(mapping: Mapping, names: Iterable[str]) -> Violation:
     """The one reason a mapping whose knobs lack some of the space's parameters cannot be checked."""
     missing = [k for k in names if k not in mapping.knobs]
     return Violation(
-        code="knobs",
+        code=KNOBS,
         message=f"the mapping lacks this target's point knobs ({', '.join(missing)}): "
         "build it with target.mapping(problem, point)",
     )

@@ -16,10 +16,37 @@ from __future__ import annotations
 import math
 
 from costmodels.ascend.hardware import AscendHardware
+from costmodels.family import KNOBS
 from costmodels.gemm_view import gemm_view
 from costmodels.ir import Mapping
 from costmodels.protocol import Violation
 from workload.problem import Problem
+
+#: every code `supports` and `check` can return (problem level, knobs and coverage, the cube's rules
+#: and capacities, the vector cores' rules)
+CODES: tuple[str, ...] = (
+    "cube-reduce-op",
+    "tmatmul-dtype",
+    "trowprod-dtype",
+    KNOBS,
+    "coverage",
+    "tmatmul-range",
+    "l0a-capacity",
+    "l0b-capacity",
+    "l0c-capacity",
+    "l1-capacity",
+    "core-count",
+    "tile-shape",
+    "fractal",
+    "tile-layout",
+    "tile-valid",
+    "ub-capacity",
+    "trowprod-empty",
+    "trowprod-valid-rows",
+    "trowprod-dst-shape",
+    "trowprod-tmp-shape",
+    "trowprod-layout",
+)
 
 
 def supports(problem: Problem, hw: AscendHardware, preset: str) -> list[Violation]:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from costmodels.family import ProblemRules
+from costmodels.family import KNOBS, RULE_CODES, ProblemRules
 from costmodels.protocol import Choice, Violation
-from costmodels.rngd.cost import kib
+from costmodels.rngd.cost import CONSTRAINTS, kib
 from costmodels.rngd.hardware import ROW_CHOICES, RngdHardware
 from workload import dtypes
 from workload.problem import Problem
@@ -28,6 +28,10 @@ RULES = ProblemRules(
     "{dtype} multiplier); cast {name} to bf16 (or i8/f8), or do the {dtype} computation on the Vector Engine "
     "after contraction",
 )
+
+
+#: every code `supports` and `check` can return
+CODES: tuple[str, ...] = (*RULE_CODES, KNOBS, *CONSTRAINTS)
 
 
 def supports_violations(problem: Problem, hw: RngdHardware) -> list[Violation]:

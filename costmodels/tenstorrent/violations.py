@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from costmodels.family import ProblemRules
+from costmodels.family import KNOBS, RULE_CODES, ProblemRules
 from costmodels.protocol import Choice, Violation
-from costmodels.tenstorrent.cost import CODES, Evaluation
+from costmodels.tenstorrent.cost import CODES as MAPPING_CODES
+from costmodels.tenstorrent.cost import Evaluation
 from costmodels.tenstorrent.hardware import FIDELITIES, TensixHardware
 from costmodels.tenstorrent.shape import TTShape, layout_stats
 
 KIB = 1024
 #: ttnn conv2d dtype / weights_dtype (tenstorrent-conv2d.md, Conv2dConfig)
 SUPPORTED_DTYPES = ("bf16", "f32")
+
+#: every code `supports` and `check` can return
+CODES: tuple[str, ...] = (*RULE_CODES, KNOBS, *MAPPING_CODES)
 
 #: problem-level reasons (`supports`)
 RULES = ProblemRules(
@@ -30,7 +34,7 @@ def violations(shape: TTShape, hw: TensixHardware, point: dict[str, Choice], ev:
     a = {k: float(v[0]) for k, v in ev.a.items()}
     s = layout_stats(shape, hw, str(point["layout"]))
     out: list[Violation] = []
-    for code in CODES:
+    for code in MAPPING_CODES:
         if bool(ev.ok[code][0]):
             continue
         out.append(Violation(code=code, message=_message(code, shape, hw, point, a, s.error)))

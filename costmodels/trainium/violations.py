@@ -6,7 +6,7 @@ The masks come from costmodels.trainium.cost.evaluate, so `check` reports exactl
 
 from __future__ import annotations
 
-from costmodels.family import ProblemRules
+from costmodels.family import KNOBS, RULE_CODES, ProblemRules
 from costmodels.protocol import Violation
 from costmodels.trainium.cost import Evaluation, Quantities
 from costmodels.trainium.hardware import TrainiumHardware
@@ -25,6 +25,24 @@ RULES = ProblemRules(
     dtype="input {name} is {dtype}, but nc_matmul takes float8/bfloat16/float16/tfloat32/"
     "float32 inputs only: cast it to bf16 (exact for i8) or f32",
     unary_only=False,
+)
+
+
+#: every code `supports` and `check` can return
+CODES: tuple[str, ...] = (
+    *RULE_CODES,
+    KNOBS,
+    "structure",
+    "coverage",
+    "stationary-free",
+    "moving-free",
+    "contraction",
+    "psum-bank",
+    "psum-capacity",
+    "sbuf-capacity",
+    "cores",
+    "k-sharding",
+    "batch-in-instruction",
 )
 
 

@@ -42,6 +42,7 @@ def test_radix_order_recognises_permuted_mixed_radix_only() -> None:
     assert radix_order(permuted_radix_mapping(k_outer_stride=16), "k") is None  # overlapping K tiles
 
 
+@pytest.mark.slow
 def test_large_explicit_stride_mapping_validates_within_the_cap() -> None:
     mapping = permuted_radix_mapping()
     assert estimate_bytes(BIG, mapping) > DEFAULT_CAP_BYTES

@@ -112,6 +112,7 @@ def _check_against_loop(
     assert got.dtype == np.int64 and got.shape == want.shape and np.array_equal(got, want), p.summary()
 
 
+@pytest.mark.slow
 def test_every_resnet50_layer_matches_the_loop_conv_on_reduced_spatial_sizes(
     conv2d_by_loops: Callable[..., np.ndarray],
 ) -> None:

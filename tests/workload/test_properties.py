@@ -9,6 +9,7 @@ import string
 from dataclasses import dataclass, replace
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -90,6 +91,7 @@ GOOD_CONV: dict[str, Any] = {
 }
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(data=st.dictionaries(st.text(max_size=8), JSON, max_size=5))
 def test_arbitrary_dicts_raise_only_problem_error(data: dict[str, Any]) -> None:

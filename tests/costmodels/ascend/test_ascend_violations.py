@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
+from costmodels.ascend.violations import CODES
 from costmodels.ir import Level, Mapping
-from costmodels.protocol import Choice
+from costmodels.protocol import Choice, Violation
 from costmodels.registry import get_target
 from workload.einsum import einsum
 from workload.problem import Problem
@@ -209,3 +212,62 @@ def test_a5_has_more_ub_than_a2() -> None:
     point = {**ROW_POINT, "row_block": 256}  # ping-pong src 2 x 64 KiB + tmp 64 KiB + dst: over 192, under 248 KiB
     assert "ub-capacity" in knob_codes("ascend-910b", p, point)
     assert "ub-capacity" not in knob_codes("ascend-a5", p, point)
+
+
+def _check(preset: str, p: Problem, point: dict[str, Choice], **knobs: Choice) -> list[Violation]:
+    t = get_target(preset)
+    m = t.mapping(p, point)
+    return t.check(p, m.model_copy(update={"knobs": {**m.knobs, **knobs}}))
+
+
+def _no_blocks() -> list[Violation]:
+    t, p = get_target("ascend-910b"), gemm()
+    m = t.mapping(p, GEMM_POINT)
+    levels = tuple(Level(name=lv.name, loops=lv.loops if lv.name != "blocks" else ()) for lv in m.levels)
+    return t.check(p, Mapping(**{**m.model_dump(), "levels": levels}))
+
+
+_MUL = einsum("mk,kn->mn", {"m": 32, "n": 32, "k": 32}, dtype="f16", reduce_op="mul", weight=1)
+
+#: one problem and mapping that trips each code of `CODES`
+TRIPS: dict[str, Callable[[], list[Violation]]] = {
+    "cube-reduce-op": lambda: get_target("ascend-910b").supports(_MUL),
+    "tmatmul-dtype": lambda: get_target("ascend-910b").supports(gemm(dtype="f8e4m3")),
+    "trowprod-dtype": lambda: get_target("ascend-910b").supports(rowprod(dtype="i8")),
+    "knobs": lambda: get_target("ascend-910b").check(
+        gemm(), get_target("ascend-910b").mapping(gemm(), GEMM_POINT).model_copy(update={"knobs": {}})
+    ),
+    "coverage": _no_blocks,
+    "tmatmul-range": lambda: _check("ascend-a5", gemm(8192, 8192, 8192), {**GEMM_POINT, "base_m": 4096}),
+    "l0a-capacity": lambda: _check("ascend-910b", gemm(512, 512, 512), {**GEMM_POINT, "base_m": 256, "base_k": 256}),
+    "l0b-capacity": lambda: _check("ascend-910b", gemm(512, 1024, 512), {**GEMM_POINT, "base_k": 128, "base_n": 512}),
+    "l0c-capacity": lambda: _check(
+        "ascend-910b", gemm(512, 512, 64), {**GEMM_POINT, "base_m": 256, "base_n": 256, "base_k": 16}
+    ),
+    "l1-capacity": lambda: _check(
+        "ascend-910b", gemm(512, 512, 4096), {**GEMM_POINT, "base_m": 128, "base_n": 128, "base_k": 128, "l1_k": 16}
+    ),
+    "core-count": lambda: _check("ascend-910b", gemm(), {**GEMM_POINT, "core_grid": "1x4x8"}),
+    "tile-shape": lambda: _check("ascend-910b", gemm(), GEMM_POINT, tile_acc="64x128"),
+    "fractal": lambda: _check("ascend-910b", gemm(), GEMM_POINT, tile_left="120x64", tile_acc="120x128"),
+    "tile-layout": lambda: _check("ascend-a5", gemm(), GEMM_POINT, left_layout="ND"),
+    "tile-valid": lambda: _check("ascend-910b", gemm(), GEMM_POINT, tile_left="64x64", tile_acc="64x128"),
+    "ub-capacity": lambda: _check("ascend-910b", rowprod(rows=4096, cols=64), {**ROW_POINT, "row_block": 1024}),
+    "trowprod-empty": lambda: _check(
+        "ascend-910b", rowprod(), ROW_POINT, src_tile="0x64", tmp_tile="0x64", dst_tile="0x1"
+    ),
+    "trowprod-valid-rows": lambda: _check("ascend-910b", rowprod(), ROW_POINT, dst_tile="8x1"),
+    "trowprod-dst-shape": lambda: _check("ascend-910b", rowprod(), ROW_POINT, dst_tile="16x2"),
+    "trowprod-tmp-shape": lambda: _check("ascend-910b", rowprod(), ROW_POINT, tmp_tile="16x32"),
+    "trowprod-layout": lambda: _check("ascend-910b", rowprod(), ROW_POINT, src_layout="DN"),
+}
+
+
+def test_every_code_has_a_trip() -> None:
+    assert set(TRIPS) == set(CODES)
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_code_trips(code: str) -> None:
+    found = TRIPS[code]()
+    assert code in {v.code for v in found} and all(len(v.message) > 20 for v in found)

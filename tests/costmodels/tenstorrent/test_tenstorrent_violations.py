@@ -7,13 +7,16 @@ accumulation; ttnn sub-block rule; halo buffer size).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
 from costmodels.ir import Mapping, coverage_errors
+from costmodels.protocol import Violation
 from costmodels.registry import get_target
+from costmodels.tenstorrent.violations import CODES
 from tests.costmodels.tenstorrent.points import BASE
 from workload.conv2d import conv2d
 from workload.einsum import einsum
@@ -123,6 +126,61 @@ def test_unsupported_problems() -> None:
     mx = einsum("mk,kn->mn", {"m": 32, "k": 32, "n": 32}, dtype="bf16", weight=1, reduce_op="max")
     assert "reduce-op" in {v.code for v in T.supports(mx)}
     assert not T.score_batch(unary, {"layout": np.array(["height/1"])}).feasible.any()
+
+
+def _gemm(k: int = 64) -> Problem:
+    return einsum("mk,kn->mn", {"m": 256, "k": k, "n": 256}, dtype="bf16", weight=1)
+
+
+def _in0_block_w() -> list[Violation]:
+    p = _gemm(96)  # K = 3 tiles: 2 does not divide it
+    m = T.mapping(p, {**BASE, "layout": "height/8", "memory": "dram-interleaved", "in0_block_w": 3})
+    return T.check(p, m.model_copy(update={"knobs": {**m.knobs, "in0_block_w": 2}}))
+
+
+_L1 = conv2d(batch=1, in_channels=64, out_channels=32, input_height=160, input_width=160, kernel=3, padding=1)
+_PAPER = conv2d(batch=1, in_channels=512, out_channels=2048, input_height=14, input_width=14, kernel=1)
+
+#: one problem and mapping that trips each code of `CODES`
+TRIPS: dict[str, Callable[[], list[Violation]]] = {
+    "unary": lambda: T.supports(einsum("ij->i", {"i": 8, "j": 8}, dtype="bf16")),
+    "reduce-op": lambda: T.supports(
+        einsum("mk,kn->mn", {"m": 32, "k": 32, "n": 32}, dtype="bf16", weight=1, reduce_op="max")
+    ),
+    "dtype": lambda: T.supports(einsum("mk,kn->mn", {"m": 32, "k": 32, "n": 32}, dtype="i8", weight=1)),
+    "knobs": lambda: T.check(CONV, T.mapping(CONV, BASE).model_copy(update={"knobs": {}})),
+    "layout": lambda: T.check(CONV, knobbed(CONV, layout="height/100")),
+    "memory": lambda: T.check(CONV, knobbed(CONV, memory="dram")),
+    "channel-split": lambda: T.check(CONV, knobbed(CONV, layout="block/2x3")),
+    "act-block-h": lambda: T.check(CONV, knobbed(CONV, act_block_h=48)),
+    "act-block-w-div": lambda: T.check(CONV, knobbed(CONV, layout="width/2", act_block_w_div=4, out_subblock="1x1")),
+    "in0-block-w": _in0_block_w,
+    "math-fidelity": lambda: T.check(CONV, knobbed(CONV, math_fidelity="MedFi")),
+    "accumulation": lambda: T.check(
+        _gemm(), knobbed(_gemm(), layout="height/1", act_block_h=256, out_subblock="1x4", fp32_acc=False)
+    ),
+    "dst-capacity": lambda: T.check(
+        _gemm(), knobbed(_gemm(), layout="height/1", act_block_h=256, out_subblock="1x8", fp32_acc=True)
+    ),
+    "subblock-divides": lambda: T.check(
+        _gemm(), knobbed(_gemm(), layout="height/1", act_block_h=256, out_subblock="1x3")
+    ),
+    "subblock-shape": lambda: T.check(
+        _gemm(), knobbed(_gemm(), layout="height/1", act_block_h=256, out_subblock="2x2")
+    ),
+    "l1-paper": lambda: T.check(_PAPER, knobbed(_PAPER, layout="height/7", act_block_h=32, out_subblock="1x8")),
+    "l1-capacity": lambda: T.check(_L1, knobbed(_L1, layout="height/1", act_block_h=32, out_subblock="1x1")),
+}
+
+
+def test_every_code_has_a_trip() -> None:
+    assert set(TRIPS) == set(CODES)
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_code_trips(code: str) -> None:
+    found = TRIPS[code]()
+    assert code in {v.code for v in found} and all(len(v.message) > 20 for v in found)
 
 
 SMALL = {

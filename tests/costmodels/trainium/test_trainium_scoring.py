@@ -182,6 +182,7 @@ def test_unsupported_problems_score_infeasible_by_value_and_by_code() -> None:
         assert all(np.isinf(v).all() and len(v) == n for v in s.objectives.values())
 
 
+@pytest.mark.slow
 def test_column_dtypes_and_order_of_rows_do_not_change_scores() -> None:
     preset, p = SMALL["bmm"]
     t = target(preset)

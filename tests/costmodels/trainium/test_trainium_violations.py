@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
 from costmodels.ir import Level, Loop, Mapping, coverage_errors
-from costmodels.protocol import Choice
+from costmodels.protocol import Choice, Violation
 from costmodels.registry import get_target
 from costmodels.trainium.target import TrainiumTarget
+from costmodels.trainium.violations import CODES
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
@@ -164,6 +167,66 @@ def test_unsupported_problems_are_rejected_with_a_reason(problem: Problem, code:
         assert code in codes(t, problem, m)
         assert not np.asarray(t.score_batch(problem, space.columns()).feasible).any()
     assert "cast it to bf16" in " ".join(v.message for v in target().supports(problem)) or code != "dtype"
+
+
+def _tile(name: str, p: Problem, axis: str, factor: int, point: dict[str, Choice] = BASE) -> list[Violation]:
+    t = target(name)
+    return t.check(p, with_tile(t.mapping(p, point), axis, factor))
+
+
+def _mapped(p: Problem, point: dict[str, Choice], t: TrainiumTarget | None = None) -> list[Violation]:
+    t = t or target()
+    return t.check(p, t.mapping(p, point))
+
+
+def _k_sharded() -> list[Violation]:
+    p, t = gemm(k=1024), target()
+    m = t.mapping(p, BASE)
+    chip = Level(name="chip", loops=(Loop(axis="k", factor=2, spatial=True),))
+    hbm = Level(name="hbm", loops=tuple(lp if lp.axis != "k" else Loop(axis="k", factor=4) for lp in m.levels[1].loops))
+    return t.check(p, m.model_copy(update={"levels": (chip, hbm, *m.levels[2:])}))
+
+
+def _foreign_levels() -> list[Violation]:
+    p, t = gemm(), target()
+    m = t.mapping(p, BASE)
+    return t.check(p, m.model_copy(update={"levels": (Level(name="tile", loops=m.levels[-1].loops),)}))
+
+
+#: one problem and mapping that trips each code of `CODES`
+TRIPS: dict[str, Callable[[], list[Violation]]] = {
+    "unary": lambda: target().supports(einsum("mk->m", {"m": 64, "k": 64}, dtype="bf16")),
+    "reduce-op": lambda: target().supports(
+        einsum("mk,kn->mn", {"m": 8, "k": 8, "n": 8}, dtype="bf16", reduce_op="max", weight=1)
+    ),
+    "dtype": lambda: target().supports(gemm(64, 64, 64, dtype="i8")),
+    "knobs": lambda: target().check(gemm(), target().mapping(gemm(), BASE).model_copy(update={"knobs": {}})),
+    "structure": _foreign_levels,
+    "coverage": lambda: _tile("trn1", gemm(m=1024), "m", 256),
+    "stationary-free": lambda: _tile("trn1", gemm(n=256), "n", 256),
+    "moving-free": lambda: _tile("trn1", gemm(m=640), "m", 640),
+    "contraction": lambda: _tile("trn1", gemm(k=256), "k", 256),
+    "psum-bank": lambda: _tile("trn1", gemm(m=640), "m", 640),
+    "psum-capacity": lambda: _mapped(gemm(2048, 512, 2048), {**BASE, "acc": "psum", "block_stat": 4, "block_mov": 4}),
+    "sbuf-capacity": lambda: _mapped(
+        gemm(8192, 8192, 2048), {**BASE, "block_stat": 16, "block_mov": 16, "block_k": 16}
+    ),
+    "cores": lambda: target("trn1").check(gemm(m=4096), target("trn2").mapping(gemm(m=4096), {**BASE, "cores": 8})),
+    "k-sharding": _k_sharded,
+    "batch-in-instruction": lambda: _tile(
+        "trn1", einsum("vmk,vkn->vmn", {"v": 4, "m": 64, "k": 64, "n": 64}, dtype="bf16", weight=1), "v", 4
+    ),
+}
+
+
+def test_every_code_has_a_trip() -> None:
+    assert set(TRIPS) == set(CODES)
+
+
+@pytest.mark.parametrize("code", CODES)
+def test_code_trips(code: str) -> None:
+    found = TRIPS[code]()
+    assert code in {v.code for v in found} and all(len(v.message) > 20 for v in found)
 
 
 SMALL = {
