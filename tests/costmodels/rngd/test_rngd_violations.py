@@ -10,13 +10,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pytest
 
 from costmodels.ir import Level, Loop
 from costmodels.protocol import Choice, Target, Violation
 from costmodels.registry import get_target
 from costmodels.rngd.target import RngdTarget
-from costmodels.rngd.violations import CODES
+from costmodels.rngd.violations import CODES as CODES  # the family's codes: the `tripped` fixture reads them
 from tests.costmodels.rngd.points import BASE
 from workload.conv2d import conv2d
 from workload.einsum import einsum
@@ -185,11 +184,7 @@ TRIPS: dict[str, Callable[[], list[Violation]]] = {
 }
 
 
-def test_every_code_has_a_trip() -> None:
-    assert set(TRIPS) == set(CODES)
-
-
-@pytest.mark.parametrize("code", CODES)
-def test_code_trips(code: str) -> None:
-    found = TRIPS[code]()
-    assert code in {v.code for v in found} and all(v.message for v in found)
+def test_code_trips(tripped: tuple[str, set[str]]) -> None:
+    """Each code of CODES, tripped by its TRIPS case (the fixture holds the table to CODES)."""
+    code, found = tripped
+    assert code in found
