@@ -18,7 +18,7 @@ _KIND = {
 }
 
 
-def render_mapping(hw: TrainiumHardware, preset: str, problem: Problem, mapping: Mapping) -> str:
+def render_mapping(problem: Problem, hw: TrainiumHardware, preset: str, mapping: Mapping) -> str:
     """Loop nest (level, axis, factor, kind) and the nc_matmul stationary/moving/PSUM tile shapes."""
     if not problem.is_binary:
         return f"{preset}: unary problem, not mapped to the tensor engine"

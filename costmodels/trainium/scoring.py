@@ -220,8 +220,8 @@ def _slab(arr: np.ndarray, lead: tuple[int, ...], one_shard: bool) -> np.ndarray
 
 
 def price_grid(
-    hw: TrainiumHardware,
     problem: Problem,
+    hw: TrainiumHardware,
     space: SearchSpace,
     consts: Callable[[Roles], ProblemConsts],
 ) -> PricedGrid:

@@ -76,7 +76,7 @@ class TrainiumTarget(FamilyTarget[Prepared]):
             return Prepared(reasons, UNSUPPORTED, SpaceCoder(UNSUPPORTED), None)
         space = build_space(problem, self.hardware)
         grid = price_grid(
-            self.hardware, problem, space, lambda r: problem_consts(problem, self.hardware, r, supported=True)
+            problem, self.hardware, space, lambda r: problem_consts(problem, self.hardware, r, supported=True)
         )
         return Prepared(reasons, space, SpaceCoder(space), GridScorer(grid))
 
@@ -114,7 +114,7 @@ class TrainiumTarget(FamilyTarget[Prepared]):
             for e in coverage_errors(problem, mapping)
         ]
         roles, q, ev = self._evaluate(problem, mapping)
-        out += violation_messages(self.hardware, self.name, problem, roles, q, ev, double_row(problem, self.hardware))
+        out += violation_messages(problem, self.hardware, self.name, roles, q, ev, double_row(problem, self.hardware))
         return out
 
     def cost(self, problem: Problem, mapping: Mapping) -> CostReport:
@@ -167,7 +167,7 @@ class TrainiumTarget(FamilyTarget[Prepared]):
         return warm_points(problem, space, self.score_batch)
 
     def render(self, problem: Problem, mapping: Mapping) -> str:
-        return render_mapping(self.hardware, self.name, problem, mapping)
+        return render_mapping(problem, self.hardware, self.name, mapping)
 
 
 def make_target(preset: str, overrides: dict[str, Any]) -> TrainiumTarget:

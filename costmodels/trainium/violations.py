@@ -51,9 +51,9 @@ def _kib(x: float) -> str:
 
 
 def violation_messages(
+    problem: Problem,
     hw: TrainiumHardware,
     preset: str,
-    problem: Problem,
     roles: Roles,
     q: Quantities,
     ev: Evaluation,
