@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from costmodels.choice_codes import row_point
 from costmodels.protocol import Target
 from costmodels.registry import get_target, target_names
 from workload.conv2d import conv2d
@@ -56,11 +57,7 @@ def best_point(target: Target, problem: Problem) -> tuple[dict[str, object] | No
         if lat[i] < best:
             best, best_i = float(lat[i]), lo + i
     spent = time.perf_counter() - t0
-    point = (
-        None
-        if best_i < 0
-        else {k: (v[best_i].item() if hasattr(v[best_i], "item") else v[best_i]) for k, v in cols.items()}
-    )
+    point = None if best_i < 0 else row_point(cols, best_i)
     return point, feasible, n, spent
 
 

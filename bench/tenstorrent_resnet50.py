@@ -15,8 +15,9 @@ import time
 
 import numpy as np
 
+from costmodels.choice_codes import row_point
 from costmodels.protocol import Choice
-from costmodels.tenstorrent import TenstorrentTarget, make_target
+from costmodels.tenstorrent.target import TenstorrentTarget, make_target
 from workload import named
 from workload.problem import Problem
 
@@ -28,7 +29,7 @@ def best(target: TenstorrentTarget, problem: Problem) -> tuple[dict[str, Choice]
     i = int(np.argmin(lat))
     if not np.isfinite(lat[i]):
         return None
-    point = {k: (v[i].item() if isinstance(v[i], np.generic) else v[i]) for k, v in cols.items()}
+    point = row_point(cols, i)
     return point, float(lat[i]) * target.hardware.clock_hz
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -35,8 +36,14 @@ MAX_INT_SPAN = 1 << 20
 ScoreFn = Callable[[dict[str, np.ndarray]], BatchScore]
 
 
-def _plain(v: object) -> object:
+def plain(v: Any) -> Any:
+    """A numpy scalar as the Python value it holds (anything else unchanged)."""
     return v.item() if isinstance(v, np.generic) else v
+
+
+def row_point(columns: dict[str, np.ndarray], i: int) -> dict[str, Choice]:
+    """Row `i` of value columns as a point of plain Python values."""
+    return {k: plain(v[i]) for k, v in columns.items()}
 
 
 class ChoiceCoder:
@@ -104,7 +111,7 @@ class ChoiceCoder:
         out = np.empty(len(values), dtype=np.intp)
         get = self.index.get
         for j, v in enumerate(values):
-            v = _plain(v)
+            v = plain(v)
             try:
                 out[j] = get((type(v), v), UNKNOWN)
             except TypeError:  # unhashable: no choice
@@ -181,7 +188,7 @@ class SpaceCoder:
         for nm, coder in zip(self.names, self.coders, strict=True):
             bad = np.flatnonzero(codes[nm] < 0)
             if bad.size:
-                v = _plain(np.asarray(columns[nm]).reshape(-1)[bad[0]])
+                v = plain(np.asarray(columns[nm]).reshape(-1)[bad[0]])
                 return f"{nm}={v!r} is not a choice of this space: use one of {list(coder.choices)}"
         return "every value is a choice of this space"
 

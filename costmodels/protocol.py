@@ -12,7 +12,7 @@ must agree with `check` and `cost` (the conformance suite compares them).
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,9 +21,11 @@ from costmodels.ir import Mapping
 from workload.problem import Problem
 
 Choice = int | str | bool
+#: what a cost report can be asked to minimise (`CostReport.objective`)
 Objective = Literal["latency", "offchip_bytes", "footprint", "energy"]
-OBJECTIVES: tuple[str, ...] = ("latency", "offchip_bytes", "footprint", "energy")
-Bound = Literal["compute", "stream", "fill", "dma", "reduction", "vector", "noc", "halo"]
+OBJECTIVES: tuple[str, ...] = get_args(Objective)
+#: the stage a cost report says bounds the time (`CostReport.bound`): each family names its own stages
+Bound = Literal["compute", "stream", "fill", "dma", "dram", "evict", "reduction", "vector", "noc", "halo"]
 
 
 class Violation(BaseModel):
@@ -78,7 +80,7 @@ class CostReport(BaseModel):
     model_config = ConfigDict(frozen=True)
     cycles: float = Field(ge=0)
     clock_hz: float = Field(gt=0)
-    bound: str = Field(description="the stage that bounds the time: compute, stream, fill, dma, reduction...")
+    bound: Bound = Field(description="the stage that bounds the time: compute, stream, fill, dma, reduction...")
     utilization: float = Field(ge=0, le=1, description="useful MACs / (peak MACs/cycle x cycles)")
     bytes: dict[str, float] = Field(description="bytes moved per memory level (e.g. hbm, dm, trf, sbuf)")
     breakdown: dict[str, float] = Field(description="cycles per stage, before overlap")

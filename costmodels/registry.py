@@ -8,7 +8,8 @@ from typing import Any
 from costmodels.presets import preset_family, preset_names
 from costmodels.protocol import Target
 
-#: family name -> module implementing ``make_target(preset, overrides) -> Target``
+#: family name -> package exporting ``make_target(preset, overrides) -> Target`` (a fifth family: add its folder
+#: under costmodels/ and a line here, and give its presets ``family: <name>``)
 FAMILIES: dict[str, str] = {
     "rngd": "costmodels.rngd",
     "trainium": "costmodels.trainium",

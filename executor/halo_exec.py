@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from costmodels.halo import PAD, HaloConfig
+from costmodels.tenstorrent.halo import PAD, HaloConfig
 from executor import numerics
 from executor.contract import contract
 from executor.tiled import TiledResult

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from costmodels.halo import PAD, HaloConfig
 from costmodels.ir import Fill, Level, Loop, Mapping, coverage_errors
+from costmodels.tenstorrent.halo import PAD, HaloConfig
 from workload.problem import Problem
 
 

@@ -12,8 +12,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from costmodels.halo import HaloConfig
 from costmodels.ir import Mapping, coverage_errors, flat_mapping
+from costmodels.tenstorrent.halo import HaloConfig
 from executor import proxy as proxy_mod
 from executor.halo_exec import run_sharded_conv
 from executor.tiled import TiledResult, run_mapping

@@ -1,20 +1,22 @@
 """Content keys of a request: problem hash, cost-model version and the cache key.
 
-The cost-model version is derived from the source of the target's family module (and of the
-shared protocol and IR), so editing a formula invalidates every cached result of that family
-without anyone remembering to bump a number.
+The cost-model version is derived from the sources of the target's family (its package, the shared
+``costmodels`` modules it imports and its preset file), so editing a formula invalidates every
+cached result of that family, and only of that family, without anyone remembering to bump a number.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
-import importlib
+import importlib.util
 import json
 from functools import cache
-from importlib import metadata
+from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
+from costmodels.presets import preset_family, preset_names
 from costmodels.protocol import Target
 from mapper.settings import SearchSettings
 from workload.canonical import content_hash
@@ -33,33 +35,75 @@ def _package_version() -> str:
         return "0+local"
 
 
-@cache
-def _source_digest(module_name: str) -> str:
-    """sha256 of a module's file; for a package, of every .py and preset .yaml file under it."""
+def _files_of(module_name: str) -> list[Path]:
+    """A module's file, or every .py file under a package (none when it cannot be found)."""
     try:
-        mod = importlib.import_module(module_name)
-    except ImportError:
-        return "missing"
-    if not mod.__file__:
-        return "builtin"
-    path = Path(mod.__file__)
-    files = sorted([*path.parent.rglob("*.py"), *path.parent.rglob("*.yaml")]) if hasattr(mod, "__path__") else [path]
+        spec = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return []
+    origin = Path(spec.origin)
+    if spec.submodule_search_locations and module_name.count(".") >= 1:
+        return sorted(origin.parent.rglob("*.py"))
+    return [origin]
+
+
+def _costmodels_imports(path: Path) -> set[str]:
+    """The ``costmodels`` modules a source file imports (``from costmodels import x`` names module x)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("costmodels.")}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "costmodels":
+                out |= {f"costmodels.{a.name}" for a in node.names}
+            elif node.module.startswith("costmodels."):
+                out.add(node.module)
+    return out
+
+
+@cache
+def model_files(module_name: str) -> tuple[Path, ...]:
+    """The sources that price a target defined in `module_name`: its family's package (``costmodels.<family>``;
+    the module alone for a target defined elsewhere) and the shared ``costmodels`` modules they import, transitively."""
+    parts = module_name.split(".")
+    root = ".".join(parts[:2]) if parts[0] == "costmodels" and len(parts) > 2 else module_name
+    files = set(_files_of(root))
+    todo = list(files)
+    while todo:
+        for name in _costmodels_imports(todo.pop()):
+            for f in _files_of(name):
+                if f not in files:
+                    files.add(f)
+                    todo.append(f)
+    return tuple(sorted(files))
+
+
+def _digest(files: list[Path]) -> str:
+    home = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
     for f in files:
-        h.update(f.relative_to(path.parent).as_posix().encode())
+        h.update((f.resolve().relative_to(home).as_posix() if f.resolve().is_relative_to(home) else f.name).encode())
         h.update(f.read_bytes())
     return h.hexdigest()[:12]
 
 
 def cost_model_version(target: Target) -> str:
-    """Version of the model that priced a result: package version + digest of the cost-model sources.
+    """Version of the model that priced a result: package version + digest of the family's sources.
 
-    The digest covers the whole ``costmodels`` package (formulas and preset data files) and the
-    module defining the target, so any change to a model invalidates cached results, at the price
-    of also invalidating other families' results when one family changes.
+    The digest covers the target's family package, the shared ``costmodels`` modules that package
+    imports (protocol, IR, scoring pieces) and the family's preset files, so editing one family's
+    model invalidates that family's cached results only.
     """
-    digest = hashlib.sha256((_source_digest("costmodels") + _source_digest(type(target).__module__)).encode())
-    return f"{_package_version()}+{target.family}.{digest.hexdigest()[:12]}"
+    files = [*model_files(type(target).__module__), *_preset_files(target.family)]
+    return f"{_package_version()}+{target.family}.{_digest(files)}"
+
+
+def _preset_files(family: str) -> list[Path]:
+    """The preset files of a family (the data its model prices with)."""
+    folder = Path(str(resources.files("costmodels") / "presets"))
+    return [folder / f"{name}.yaml" for name in preset_names() if preset_family(name) == family]
 
 
 def cache_key(problem: Problem, preset: str, overrides: dict[str, Any], version: str, settings: SearchSettings) -> str:

@@ -1,0 +1,105 @@
+"""Ascend points -> loop nests: a TMATMUL point over the cube cores, a row-reduction point over the
+vector cores; each mapping's knobs carry the point and the PTO tile types it declares.
+
+The cube nest, outermost first: ``cores`` (spatial) > ``blocks`` (output L1 blocks of one core)
+> ``l1`` (K chunks, MTE2 GM->L1) > ``l0`` (base tiles, MTE1 L1->L0A/B) > ``tile`` (TMATMUL).
+The vector nest: ``vcores`` (spatial) > ``blocks`` > ``tile`` (one UB tile).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from costmodels.ascend.space import CUBE_PARAMS, CubeSetup
+from costmodels.ascend.tiling import GroupNest, nest_group, parse_grid, round_up
+from costmodels.ascend.vector import VECTOR_PARAMS, VectorSetup
+from costmodels.family import zero_fill
+from costmodels.ir import Level, Loop, Mapping
+from costmodels.protocol import Choice
+
+
+@dataclass(frozen=True)
+class CubeNests:
+    """The four group nests of one point: b (core, blocks), m/n (tile, l0, core, blocks), k (tile, l0, l1)."""
+
+    b: GroupNest
+    m: GroupNest
+    n: GroupNest
+    k: GroupNest
+
+
+def cube_nests(s: CubeSetup, point: dict[str, Choice]) -> CubeNests:
+    """Split each GEMM group over the levels of one point."""
+    gb, gm, gn = parse_grid(str(point["core_grid"]))
+    return CubeNests(
+        b=nest_group(s.axes("b"), (gb,)),
+        m=nest_group(s.axes("m"), (int(point["base_m"]), int(point["l1_m"]), gm)),
+        n=nest_group(s.axes("n"), (int(point["base_n"]), int(point["l1_n"]), gn)),
+        k=nest_group(s.axes("k"), (int(point["base_k"]), int(point["l1_k"]))),
+    )
+
+
+def _loops(nest: GroupNest, level: int, spatial: bool = False) -> list[Loop]:
+    return [
+        Loop(axis=a, factor=f, spatial=spatial) for a, f in zip(nest.axes, nest.factors[level], strict=True) if f > 1
+    ]
+
+
+def cube_mapping(s: CubeSetup, preset: str, point: dict[str, Choice]) -> Mapping:
+    """The loop nest of one point; knobs carry the point and the PTO tile types it declares."""
+    ns = cube_nests(s, point)
+    hw = s.hw
+    levels = (
+        Level(name="cores", loops=tuple(_loops(ns.b, 0, True) + _loops(ns.m, 2, True) + _loops(ns.n, 2, True))),
+        Level(name="blocks", loops=tuple(_loops(ns.b, 1) + _loops(ns.m, 3) + _loops(ns.n, 3))),
+        Level(name="l1", loops=tuple(_loops(ns.k, 2))),
+        Level(name="l0", loops=tuple(_loops(ns.m, 1) + _loops(ns.n, 1) + _loops(ns.k, 1))),
+        Level(name="tile", loops=tuple(_loops(ns.m, 0) + _loops(ns.k, 0) + _loops(ns.n, 0))),
+    )
+    fill = zero_fill(s.problem, levels, s.view.k_axes)  # fractal padding is zero (hardware-facts.md §3.2 step 1)
+    mp = round_up(ns.m.size(0), hw.fractal_m)
+    kp = round_up(ns.k.size(0), s.k0)
+    np_ = round_up(ns.n.size(0), hw.fractal_n)
+    knobs: dict[str, int | float | str | bool] = {k: point[k] for k in CUBE_PARAMS}
+    knobs.update(
+        engine="cube",
+        tile_left=f"{mp}x{kp}",
+        tile_right=f"{kp}x{np_}",
+        tile_acc=f"{mp}x{np_}",
+        left_layout="Nz",
+        right_layout="Zn",
+        acc_layout="Nz",
+    )
+    return Mapping(target=preset, levels=levels, acc_dtype=s.acc, fill=fill, knobs=knobs)
+
+
+def vector_mapping(s: VectorSetup, preset: str, point: dict[str, Choice]) -> Mapping:
+    """The loop nest of one point; knobs carry the point and the tile types it declares."""
+    rn = nest_group(s.rows_axes, (int(point["row_block"]), s.hw.aiv_cores))
+    cn = nest_group(s.cols_axes, (int(point["col_block"]),))
+
+    def loops(n: GroupNest, level: int, spatial: bool = False) -> tuple[Loop, ...]:
+        return tuple(
+            Loop(axis=a, factor=f, spatial=spatial) for a, f in zip(n.axes, n.factors[level], strict=True) if f > 1
+        )
+
+    levels = (
+        Level(name="vcores", loops=loops(rn, 1, True)),
+        Level(name="blocks", loops=loops(rn, 2) + loops(cn, 1)),
+        Level(name="tile", loops=loops(rn, 0) + loops(cn, 0)),
+    )
+    r, c = rn.size(0), cn.size(0)
+    dt = s.compute_dtype
+    knobs: dict[str, int | float | str | bool] = {k: point[k] for k in VECTOR_PARAMS}
+    knobs.update(
+        engine="vector",
+        instruction=s.instruction,
+        src_tile=f"{r}x{c}",
+        tmp_tile=f"{r}x{c}",
+        dst_tile=f"{r}x1",
+        src_layout="ND",
+        dst_layout="DN",
+        src_dtype=dt,
+        dst_dtype=dt,
+    )
+    return Mapping(target=preset, levels=levels, acc_dtype=dt, knobs=knobs)

@@ -1,0 +1,178 @@
+"""The Ascend target family (presets ``ascend-910b`` for A2/A3, ``ascend-a5``).
+
+Binary problems run as TMATMUL on the AI (cube) cores (ascend/space.py, ascend/cost.py); unary reductions run
+as TROWPROD / TROWSUM / TROWMAX / TROWMIN on the vector cores (ascend/vector.py). Both paths
+price points with one set of numpy formulas, used by `cost` for one point and by
+`score_codes` / `score_batch` for many. The per-problem work is prepared once and kept in a
+`ProblemMemo` (ascend/scoring.py); `score_batch` encodes its value columns to choice codes
+(`choice_codes.score_values`) and prices points with a value outside the space from tables
+built over the values they hold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from costmodels.ascend import cost as cc
+from costmodels.ascend.hardware import AscendHardware
+from costmodels.ascend.mapping import cube_mapping, vector_mapping
+from costmodels.ascend.render import render_mapping
+from costmodels.ascend.scoring import Prepared
+from costmodels.ascend.space import CUBE_PARAMS, CubeSetup
+from costmodels.ascend.vector import VECTOR_PARAMS, VectorSetup, vector_peak_cycles
+from costmodels.ascend.violations import cube_tile_rules, vector_tile_rules
+from costmodels.ascend.warm import cube_warm_starts, vector_warm_starts
+from costmodels.choice_codes import ScoreFn
+from costmodels.family import FamilyTarget, knobs_violation, point_of, rows
+from costmodels.ir import Mapping, coverage_errors
+from costmodels.presets import load_preset
+from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Violation
+from workload.problem import Problem
+
+
+class AscendTarget(FamilyTarget[Prepared]):
+    """One Ascend preset behind the `Target` protocol."""
+
+    family = "ascend"
+    keep = 4
+
+    def __init__(self, name: str, hardware: AscendHardware) -> None:
+        super().__init__(name, hardware)
+        self.hardware: AscendHardware = hardware
+
+    def _prepare(self, problem: Problem) -> Prepared:
+        return Prepared(problem, self.hardware, self.name)
+
+    def _score_codes(self, problem: Problem, prep: Prepared, codes: dict[str, np.ndarray]) -> BatchScore:
+        return self._scores(prep.scores(codes, rows(codes)))
+
+    def _score_values(self, problem: Problem, prep: Prepared) -> ScoreFn:
+        general = prep.cube_values if problem.is_binary else prep.vector_values
+        return lambda cols: self._scores(general(cols))
+
+    # ---- problem level ----------------------------------------------------------------------
+    def _cube(self, problem: Problem) -> CubeSetup:
+        return self.prepared(problem).cube
+
+    def _vector(self, problem: Problem) -> VectorSetup:
+        return self.prepared(problem).vector
+
+    def mapping(self, problem: Problem, point: dict[str, Choice]) -> Mapping:
+        if problem.is_binary:
+            return cube_mapping(self._cube(problem), self.name, point)
+        return vector_mapping(self._vector(problem), self.name, point)
+
+    def lower_bound(self, problem: Problem) -> LowerBound:
+        """Peak cube (or vector) rate of the whole chip, and the aggregate HBM rate for min_bytes."""
+        hw = self.hardware
+        mem = problem.min_bytes / (hw.aic_cores * hw.hbm_bytes_per_cycle_per_core)
+        if problem.is_binary:
+            s = self._cube(problem)
+            peak = hw.aic_cores * hw.fractal_m * s.k0 * hw.fractal_n / s.repeats
+            comp = problem.macs / peak
+            what = f"{peak:g} MAC/cycle on {hw.aic_cores} AI cores"
+        else:
+            comp = vector_peak_cycles(self._vector(problem))
+            what = f"one {hw.vector_repeat_bytes} B repeat per cycle on {hw.aiv_cores} vector cores"
+        reason = f"compute ({what}) bound" if comp >= mem else "HBM bound (minimum bytes at the aggregate rate)"
+        return LowerBound(cycles=max(comp, mem), compute_cycles=comp, memory_cycles=mem, reason=reason)
+
+    # ---- point level ------------------------------------------------------------------------
+    @staticmethod
+    def _columns(problem: Problem, mapping: Mapping) -> dict[str, np.ndarray] | None:
+        point = point_of(mapping, CUBE_PARAMS if problem.is_binary else VECTOR_PARAMS)
+        if point is None:
+            return None
+        return {n: np.asarray([v], dtype=object) for n, v in point.items()}
+
+    def check(self, problem: Problem, mapping: Mapping) -> list[Violation]:
+        out = self.supports(problem)
+        out += [Violation(code="coverage", message=e.message) for e in coverage_errors(problem, mapping)]
+        cols = self._columns(problem, mapping)
+        if cols is None:
+            return [*out, knobs_violation(mapping, CUBE_PARAMS if problem.is_binary else VECTOR_PARAMS)]
+        if problem.is_binary:
+            prep = self.prepared(problem)
+            f, t = prep.cube_point(cols)
+            out += cc.cube_violations(prep.cube, prep.consts, f, t)
+            out += cube_tile_rules(problem, self.hardware, mapping, prep.cube.k0)
+        else:
+            _, t, _ = self.prepared(problem).vector_terms(cols)
+            if not bool(t["ub"][0] <= self.hardware.ub_bytes):
+                out.append(
+                    Violation(
+                        code="ub-capacity",
+                        message=f"UB needs {float(t['ub'][0]) / 1024:g} KiB for the src, tmp and dst tiles, "
+                        f"{self.hardware.ub_bytes / 1024:g} KiB available: reduce row_block or col_block",
+                    )
+                )
+            out += vector_tile_rules(problem, self.hardware, mapping)
+        return out
+
+    def cost(self, problem: Problem, mapping: Mapping) -> CostReport:
+        cols = self._columns(problem, mapping)
+        if cols is None:
+            raise ValueError("the mapping lacks this target's point parameters; build it with mapping()")
+        hw = self.hardware
+        lb = self.lower_bound(problem)
+        if problem.is_binary:
+            f, t = self.prepared(problem).cube_point(cols)
+            pick = cc.cube_report_terms(f, t)
+        else:
+            _, t, _ = self.prepared(problem).vector_terms(cols)
+            pick = {k: float(v[0]) for k, v in t.items() if getattr(v, "ndim", 0) == 1}
+        cycles = pick["cycles"]
+        if problem.is_binary:
+            breakdown = {k: pick[k] for k in ("cube", "mte2", "mte1", "fix", "hbm")}
+            bound = cc.cube_bound(pick)
+            levels = {"hbm": pick["offchip"], "gm": pick["gm_bytes"], "l1": pick["gm_bytes"]}
+            levels |= {"l0a": pick["l0a_bytes"], "l0b": pick["l0b_bytes"], "l0c": pick["l0c_bytes"]}
+            notes: tuple[str, ...] = (
+                f"{int(pick['tiles'])} TMATMULs per core on {int(pick['cores_used'])} AI cores",
+                "inputs L2-resident: MTE2 at the L2 rate" if self._cube(problem).l2_resident else "MTE2 at HBM rate",
+                "FIX overlaps compute" if pick["fix_overlap"] else "FIX serialised (one accumulator set fills L0C)",
+            )
+            peak_cycles = lb.compute_cycles
+        else:
+            breakdown = {k: pick[k] for k in ("vector", "mte2", "mte3", "hbm")}
+            names = {"vector": "vector", "mte2": "dma", "mte3": "dma", "hbm": "dma"}
+            bound = names[max(breakdown, key=lambda k: breakdown[k])]
+            levels = {"hbm": pick["offchip"], "ub": pick["ub_in"] + pick["ub_out"]}
+            notes = (f"{self._vector(problem).instruction} on {int(pick['cores_used'])} vector cores",)
+            peak_cycles = lb.compute_cycles
+        return CostReport(
+            cycles=cycles,
+            clock_hz=hw.clock_hz,
+            bound=bound,
+            utilization=min(1.0, peak_cycles / cycles) if cycles > 0 else 0.0,
+            bytes=levels,
+            breakdown=breakdown,
+            lower_bound_cycles=lb.cycles,
+            offchip_bytes=pick["offchip"],
+            footprint_bytes=pick["footprint"],
+            notes=notes,
+        )
+
+    def _scores(self, res: dict[str, np.ndarray]) -> BatchScore:
+        return BatchScore(feasible=res["ok"], objectives={o: res[o] for o in self.objectives})
+
+    def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
+        """Rules of thumb first (PTO's recommended base tiles lead for TMATMUL); the rest feasible-first."""
+        space = self.space(problem)
+        starts = cube_warm_starts(self._cube(problem), space) if problem.is_binary else vector_warm_starts(space)
+        head, rest = (starts[:1], starts[1:]) if problem.is_binary else ([], starts)
+        if rest:
+            cols = {n: np.asarray([p[n] for p in rest], dtype=object) for n in space.names()}
+            ok = self.score_batch(problem, cols).feasible
+            rest = [p for p, f in zip(rest, ok, strict=True) if f] + [p for p, f in zip(rest, ok, strict=True) if not f]
+        return (head + rest)[:12]
+
+    def render(self, problem: Problem, mapping: Mapping) -> str:
+        return render_mapping(problem, self.hardware, self.name, mapping)
+
+
+def make_target(preset: str, overrides: dict[str, Any]) -> AscendTarget:
+    """Build an Ascend target from its preset file plus per-request overrides."""
+    return AscendTarget(preset, load_preset(preset, AscendHardware, overrides))

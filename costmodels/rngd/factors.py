@@ -1,0 +1,237 @@
+"""Per-axis loop factors of RNGD points, in three stages that depend on disjoint groups of choices.
+
+A point's loop nest (see `rngd.mapping`) is fixed by per-axis factors ``<level>:<axis>``:
+``cl`` (clusters), ``sl`` (slices), ``pkt`` (packet), ``z`` (zero slots of a shift-reuse
+group), ``row`` (rows, N only), ``t`` (TRF chunks, N only) and ``h`` (the remaining H / time
+loop). They are computed in stages, each from a few of the point's choices:
+
+1. `shard_factors` (clusters, cluster_role, slices, slice_role, shift): ``cl``, ``sl`` and the
+   extent ``e2`` of every axis left to one slice;
+2. `packet_factors` (``e2``, packet_k, packet_free, feed_flits, shift): ``pkt``, ``z``, the
+   shift-reuse geometry ``geo:*``, and ``h`` of the axes that are not N;
+3. `lane_factors` (``e2`` and ``pkt`` of the N axes, rows, trf_split): ``row``, ``t`` and ``h``
+   of the N axes.
+
+`factors` chains them over columns of points (any length); the batch scorer (`rngd.scoring`) runs
+the same stages once over the grid of each stage's choices and gathers, so both paths share
+one formula.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from costmodels.rngd.hardware import RngdHardware
+from costmodels.rngd.space import ROLES, Cols, Roles, roles_of
+from workload import dtypes
+from workload.conv2d import Conv2dParams
+from workload.problem import Problem
+
+Arrays = dict[str, np.ndarray]
+
+
+def _take(sizes: list[np.ndarray], f: np.ndarray, *, inner: bool) -> list[np.ndarray]:
+    """Split factor `f` over axes of the given extents (outer to inner), from the inner or outer end.
+
+    An axis that is at least the remaining factor takes all of it; a smaller axis that divides the
+    remaining factor is taken whole; otherwise the axis takes the whole remaining factor, padded.
+    """
+    out = [np.ones_like(f) for _ in sizes]
+    rem = f.copy()
+    order = range(len(sizes) - 1, -1, -1) if inner else range(len(sizes))
+    for i in order:
+        s = sizes[i]
+        done = rem <= 1
+        big = s >= rem
+        div = (rem % np.maximum(s, 1)) == 0
+        take = np.where(done, 1, np.where(big, rem, np.where(div, s, rem)))
+        out[i] = take
+        rem = np.where(done | big | ~div, 1, rem // np.maximum(s, 1))
+    return out
+
+
+def _ceil(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return -(-a // b)
+
+
+def slice_factor(rs: np.ndarray, s: np.ndarray, role: str) -> np.ndarray:
+    """Slices given to `role`: all of them, or for a two-role choice the larger / smaller half."""
+    first = 1 << ((np.log2(np.maximum(s, 1)).astype(np.int64) + 1) // 2)
+    out = np.where(rs == role, s, 1)
+    for other in ROLES:
+        if other != role:
+            out = np.where(rs == role + other, first, out)
+            out = np.where(rs == other + role, s // first, out)
+    return out
+
+
+def column_ints(cols: Cols, name: str, n: int) -> np.ndarray:
+    return np.asarray(cols[name], dtype=np.int64).reshape(n)
+
+
+def shard_factors(r: Roles, c: np.ndarray, s: np.ndarray, rc: np.ndarray, rs: np.ndarray, shift: np.ndarray) -> Arrays:
+    """Stage 1: cluster and slice factors of every axis, and the extent ``e2:<axis>`` one slice keeps."""
+    n = len(c)
+    sz = {a: np.full(n, v, dtype=np.int64) for a, v in r.sizes.items()}
+    fixed_shift = ("fw",) if r.conv is not None else ()
+    out: Arrays = {}
+    e1 = dict(sz)
+    for a in sz:
+        out[f"cl:{a}"] = np.ones(n, dtype=np.int64)
+        out[f"sl:{a}"] = np.ones(n, dtype=np.int64)
+    for role in ROLES:
+        axes = list(r.axes[role])
+        if not axes:
+            continue
+        got = _take([sz[a] for a in axes], c, inner=False)
+        for a, f in zip(axes, got, strict=True):
+            out[f"cl:{a}"] = np.where(rc == role, f, 1)
+            e1[a] = _ceil(sz[a], out[f"cl:{a}"])
+        # shift-reuse keeps the filter width whole in the slice (it is the shift loop)
+        s_role = slice_factor(rs, s, role)
+        plain = _take([e1[a] for a in axes], s_role, inner=False)
+        sh_axes = [a for a in axes if a not in fixed_shift]
+        shifted = _take([e1[a] for a in sh_axes], s_role, inner=False) if sh_axes else []
+        sh_map = dict(zip(sh_axes, shifted, strict=True))
+        for a, f in zip(axes, plain, strict=True):
+            alt = sh_map.get(a, np.ones(n, dtype=np.int64))
+            out[f"sl:{a}"] = np.where(shift, alt, f)
+    for a in sz:
+        out[f"e2:{a}"] = _ceil(e1[a], out[f"sl:{a}"])
+    return out
+
+
+def packet_factors(
+    r: Roles,
+    hw: RngdHardware,
+    e2: dict[str, np.ndarray],
+    pk: np.ndarray,
+    feed: np.ndarray,
+    role_p: np.ndarray,
+    shift: np.ndarray,
+) -> Arrays:
+    """Stage 2: packet factors (and shift-reuse geometry) of every axis, ``h`` of the axes that are not N."""
+    n = len(pk)
+    bits = dtypes.info(r.in_dtype).bits
+    full = hw.packet_bytes // hw.flit_bytes
+    p_el = np.minimum(feed, full) * hw.flit_bytes * 8 // bits
+    pf = np.maximum(p_el // pk, 1)
+    out: Arrays = {"p_el": p_el, "pk": pk, "pf": pf, "feed": feed, "shift": shift.astype(np.int64)}
+    for a in e2:
+        out[f"pkt:{a}"] = np.ones(n, dtype=np.int64)
+        out[f"z:{a}"] = np.ones(n, dtype=np.int64)
+    kx = list(r.axes["k"])
+    if kx:
+        for a, f in zip(kx, _take([e2[a] for a in kx], pk, inner=True), strict=True):
+            out[f"pkt:{a}"] = f
+    for role in ("b", "m"):
+        ax = list(r.axes[role])
+        if ax:
+            for a, f in zip(ax, _take([e2[a] for a in ax], pf, inner=True), strict=True):
+                out[f"pkt:{a}"] = np.where(role_p == role, f, out[f"pkt:{a}"])
+    if r.conv is not None:
+        _shift_packet(r.conv, hw, r.in_dtype, feed, shift, e2, out)
+    for a in e2:
+        if a not in r.axes["n"]:
+            out[f"h:{a}"] = _ceil(e2[a], out[f"pkt:{a}"])
+    return out
+
+
+def lane_factors(
+    r: Roles, e2: dict[str, np.ndarray], pkt: dict[str, np.ndarray], rows: np.ndarray, trf: np.ndarray
+) -> Arrays:
+    """Stage 3: rows, TRF chunks and the remaining H loop of the N axes (``pkt`` of the N axes given)."""
+    out: Arrays = {"rows": rows, "trf": trf}
+    nx = list(r.axes["n"])
+    if not nx:
+        return out
+    got = _take([e2[a] for a in nx], rows, inner=True)
+    rem = {a: _ceil(e2[a], pkt[a] * f) for a, f in zip(nx, got, strict=True)}
+    for a, f in zip(nx, got, strict=True):
+        out[f"row:{a}"] = f
+    for a, f in zip(nx, _take([rem[a] for a in nx], trf, inner=False), strict=True):
+        out[f"t:{a}"] = f
+        out[f"h:{a}"] = _ceil(rem[a], f)
+    return out
+
+
+def factors(problem: Problem, hw: RngdHardware, cols: Cols) -> Arrays:
+    """Per-axis loop factors of every point: keys ``<level>:<axis>`` plus point columns.
+
+    Levels: ``cl`` (clusters), ``sl`` (slices), ``t`` (TRF chunks, N only), ``h`` (remaining
+    H / time loop), ``row``, ``pkt`` (packet), and for shift-reuse ``z`` (zero slots per group).
+    """
+    r = roles_of(problem)
+    n = len(next(iter(cols.values())))
+    shift = np.asarray(cols["shift"], dtype=bool).reshape(n)
+    c, s = column_ints(cols, "clusters", n), column_ints(cols, "slices", n)
+    rc, rs = np.asarray(cols["cluster_role"]).reshape(n), np.asarray(cols["slice_role"]).reshape(n)
+    out = shard_factors(r, c, s, rc, rs, shift)
+    e2 = {a: out[f"e2:{a}"] for a in r.sizes}
+    pk, feed = column_ints(cols, "packet_k", n), column_ints(cols, "feed_flits", n)
+    out.update(packet_factors(r, hw, e2, pk, feed, np.asarray(cols["packet_free"]).reshape(n), shift))
+    rows, trf = column_ints(cols, "rows", n), column_ints(cols, "trf_split", n)
+    out.update(lane_factors(r, e2, {a: out[f"pkt:{a}"] for a in r.axes["n"]}, rows, trf))
+    ones = np.ones(n, dtype=np.int64)
+    for a in r.sizes:
+        out.setdefault(f"row:{a}", ones)
+        out.setdefault(f"t:{a}", ones)
+    out["clusters"], out["slices"] = c, s
+    return out
+
+
+def shift_geometry(conv: Conv2dParams, hw: RngdHardware, dtype: str, feed: np.ndarray) -> dict[str, np.ndarray]:
+    """Shift-reuse geometry of the conv case studies (contraction-engine-rngd.txt, 2D Convolution).
+
+    Returns group size G (packet slots per output: the stride), shift count and stride, the W
+    slots of a packet, the valid W per window ``w_v`` and the window span of ``w`` outputs.
+    Stride 1: G=1, shifts=Fw, shift stride = dilation. Stride s, dilation 1: the packet holds
+    ``(W, Fw=s)`` pairs, shifts = ceil(Fw/s) with shift stride s. Stride s, dilation d (d % s == 0):
+    the packet holds ``(W, 1+(s-1)z)``, shifts = Fw with shift stride d.
+    """
+    fw, sw, dw = conv.kernel[1], conv.stride[1], conv.dilation[1]
+    bits = dtypes.info(dtype).bits
+    g = sw
+    if sw == 1:
+        shifts, ss, zero = fw, dw, 1
+    elif dw == 1:
+        shifts, ss, zero = -(-fw // sw), sw, 1
+    else:
+        shifts, ss, zero = fw, dw, sw
+    p_el = (hw.packet_bytes * 8) // bits
+    cap = feed * hw.flit_bytes * 8 // bits  # elements the shift buffer holds
+    slots = p_el // g
+    extra = (shifts - 1) * ss + g - sw
+    w_v = np.minimum(slots, (cap - extra - g) // sw + 1)
+    return {
+        "G": np.full_like(feed, g),
+        "shifts": np.full_like(feed, shifts),
+        "shift_stride": np.full_like(feed, ss),
+        "zero": np.full_like(feed, zero),
+        "slots": np.full_like(feed, slots),
+        "w_v": w_v,
+        "extra": np.full_like(feed, extra),
+        "cap": cap,
+    }
+
+
+def _shift_packet(
+    conv: Conv2dParams,
+    hw: RngdHardware,
+    dtype: str,
+    feed: np.ndarray,
+    shift: np.ndarray,
+    e2: dict[str, np.ndarray],
+    out: Arrays,
+) -> None:
+    """Overwrite packet factors for shift-reuse points: W (and Fw pairs or a zero slot) in the packet."""
+    geo = shift_geometry(conv, hw, dtype, feed)
+    w_pkt = np.maximum(np.minimum(geo["w_v"], e2["ow"]), 1)
+    pair = (geo["G"] > 1) & (geo["zero"] == 1)
+    fw_pkt = np.where(pair, geo["G"], 1)
+    for a in e2:
+        pk = np.where(a == "ow", w_pkt, np.where(a == "fw", fw_pkt, 1))
+        out[f"pkt:{a}"] = np.where(shift, pk, out[f"pkt:{a}"])
+    out["z:fw"] = np.where(shift, geo["zero"], 1)
+    for key, v in geo.items():
+        out[f"geo:{key}"] = v

@@ -1,0 +1,262 @@
+"""The Tensix conv2d/matmul cost and constraint formulas, over numpy arrays of mapping points.
+
+One implementation serves `check`, `cost` (one-point arrays) and `score_batch` (the whole space at
+once, broadcast over one axis per parameter), so they cannot drift. Inputs are numeric
+(`tenstorrent.resolve` turns points into them). Formulas follow hardware-facts.md §4.2 (Tenstorrent
+recipe) and tenstorrent-conv2d.md; assumptions are marked [ASSUMPTION].
+
+Two memory placements share the compute formulas:
+
+* ``l1-sharded``: input, output and (height sharding) weights stay resident in L1, as ttnn's
+  sharded conv2d ("Sharding", "Haloing").
+* ``dram-interleaved``: operands live in DRAM (tenstorrent-conv2d.md, "Implementation of
+  Convolution Operation on a Single Tensix Core" and "Interleaved Tensors"); each core streams
+  activation blocks ``act_block_h x in0_block_w`` and weight blocks ``in0_block_w x N_core``
+  through circular buffers, computes one output block and writes it back, then moves down the
+  rows. The activation rows are read once (multicast along a core row); the weights of a core
+  column are re-read once per output block along the rows. A conv reads its im2col windows
+  straight from DRAM (no halo, no reuse between windows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from costmodels.tenstorrent.hardware import TensixHardware
+from costmodels.tenstorrent.shape import TTShape, cdiv
+
+#: what check/cost read from a mapping's knobs (act_block_h in rows, out_subblock "HxW", in0_block_w in tiles)
+PARAMS = (
+    "layout",
+    "memory",
+    "act_block_h",
+    "act_block_w_div",
+    "in0_block_w",
+    "out_subblock",
+    "act_double_buffer",
+    "weights_double_buffer",
+    "split_reader",
+    "math_fidelity",
+    "fp32_acc",
+)
+
+MEMORIES = ("l1-sharded", "dram-interleaved")
+
+#: ttnn's sub-block preference order (hardware-facts.md §4.2 step 2)
+SUBBLOCKS: tuple[tuple[int, int], ...] = (
+    (2, 4), (4, 2), (1, 8), (8, 1), (1, 7), (7, 1), (2, 3), (3, 2), (1, 6), (6, 1),
+    (1, 5), (5, 1), (2, 2), (1, 4), (4, 1), (1, 3), (3, 1), (1, 2), (2, 1), (1, 1),
+)  # fmt: skip
+
+#: constraint codes, in the order check() reports them
+CODES = (
+    "layout",
+    "memory",
+    "channel-split",
+    "act-block-h",
+    "act-block-w-div",
+    "in0-block-w",
+    "math-fidelity",
+    "accumulation",
+    "dst-capacity",
+    "subblock-divides",
+    "subblock-shape",
+    "l1-paper",
+    "l1-capacity",
+)
+
+#: per-layout fields `evaluate` gathers by layout index (see `tenstorrent.resolve.layout_table`)
+LAYOUT_FIELDS = (
+    "valid", "split_ok", "pm_t", "pn_t", "k_t", "kblocks", "buf", "max_remote", "tot_remote", "stick_ch", "kind",
+    "r", "c",
+)  # fmt: skip
+
+
+@dataclass
+class Evaluation:
+    """Every per-point quantity of the model (numpy arrays, broadcast over the points)."""
+
+    ok: dict[str, np.ndarray]  # constraint code -> satisfied
+    a: dict[str, np.ndarray]  # named quantities (cycles, bytes, per-core sizes)
+
+    @property
+    def feasible(self) -> np.ndarray:
+        out: np.ndarray | None = None
+        for v in self.ok.values():
+            out = v if out is None else out & v
+        assert out is not None
+        return out
+
+
+def _over(ufunc: np.ufunc, a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
+    """``ufunc(a, b)``, written over `a` (a temporary of `_evaluate`) when it has the result's shape and type.
+
+    The whole-space grid's last steps are its largest arrays: reusing them saves allocating (and
+    first touching) a fresh one per step. The values are the same either way.
+    """
+    if np.broadcast(a, b).shape == a.shape and a.dtype == np.result_type(a, b):
+        return ufunc(a, b, out=a)
+    return ufunc(a, b)
+
+
+def dram_k_tiles(shape: TTShape) -> int:
+    """K of a core's GEMM on the DRAM path: Kh blocks of round_up(Cin*Kw, 32) (hardware-facts.md §4.2 step 5)."""
+    return shape.kh * cdiv(shape.k_channels * shape.kw, shape.tile)
+
+
+def evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: dict[str, np.ndarray]) -> Evaluation:
+    """Evaluate the points given as numeric inputs `x` (broadcastable arrays, see `tenstorrent.resolve`).
+
+    Args:
+        shape: the problem's GEMM view.
+        hw: the chip.
+        lt: per-layout fields (``lt["fields"]``: one column per `LAYOUT_FIELDS` entry), indexed by ``x["lay"]``.
+        x: ``lay`` (layout index), ``dram`` and ``mem_ok`` (memory placement, known), ``abh_rows``,
+            ``div``, ``kb`` (in0_block_w tiles), ``sb_h``/``sb_w`` (NaN if unknown), ``adb``, ``wdb``,
+            ``split``, ``fp32`` (bools), ``tile_cyc`` (NaN if unknown) and ``fid_ok`` (allowed by policy).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _evaluate(shape, hw, lt, x)
+
+
+def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: dict[str, np.ndarray]) -> Evaluation:
+    t = shape.tile
+    rows = lt["fields"][x["lay"]]  # every field at once: one gather
+    g = {k: rows[..., j] for j, k in enumerate(LAYOUT_FIELDS)}
+    dram = x["dram"]
+    height, block, width = (g["kind"] == 0), (g["kind"] == 1), (g["kind"] == 2)
+    r, c, pm_t, pn_t = g["r"], g["c"], g["pm_t"], g["pn_t"]
+    abh_rows, kb, sb_h, sb_w, fp32, tile_cyc = x["abh_rows"], x["kb"], x["sb_h"], x["sb_w"], x["fp32"], x["tile_cyc"]
+    abh_t = abh_rows / t
+    nbh = pm_t / abh_t
+    # K of the core's GEMM: the core's channel slices (sharded) or all of K, streamed in in0_block_w blocks (DRAM)
+    k_dram = float(dram_k_tiles(shape))
+    # act_block_w_div is ignored for height and block sharding (tenstorrent-conv2d.md, Conv2dConfig)
+    div = np.where(width & ~dram, x["div"], 1.0)
+    k_t = np.where(dram, k_dram, g["k_t"])
+    kblocks = np.where(dram, k_dram / kb, g["kblocks"] * div)
+    abw_t = np.where(dram, kb, k_t / kblocks)
+
+    ok: dict[str, np.ndarray] = {}
+    ok["layout"] = g["valid"] == 1
+    ok["memory"] = x["mem_ok"]
+    ok["channel-split"] = np.where(dram, c <= shape.n_t, g["split_ok"] == 1)
+    # act_block_h must be a multiple of 32 that divides the per-core height (tenstorrent-conv2d.md, L1 constraint;
+    # hardware-facts.md §4.2 step 5)
+    ok["act-block-h"] = (abh_rows % t == 0) & (abh_rows >= t) & (np.mod(pm_t, np.maximum(abh_t, 1)) == 0)
+    ok["act-block-w-div"] = (div >= 1) & (np.mod(g["k_t"] / g["kblocks"], div) == 0)
+    # the streamed K block must divide K (ttnn matmul: in0_block_w divides K_t)
+    ok["in0-block-w"] = ~dram | ((kb >= 1) & (np.mod(k_dram, kb) == 0))
+    ok["math-fidelity"] = ~np.isnan(tile_cyc) & x["fid_ok"]
+    ok["accumulation"] = fp32 | bool(hw.bf16_accumulation)
+    dst = np.where(fp32, hw.dst_tiles_fp32, hw.dst_tiles)
+    ok["dst-capacity"] = (sb_h * sb_w <= dst) & ~np.isnan(sb_h)
+    ok["subblock-divides"] = (np.mod(abh_t, sb_h) == 0) & (np.mod(pn_t, sb_w) == 0)
+    ok["subblock-shape"] = (sb_h == 1) | (sb_w == pn_t)
+
+    # ---- L1 (per core) -----------------------------------------------------------------------
+    bi, bw, bo = shape.in_bytes, shape.w_bytes, shape.out_bytes
+    b_ho, b_wo, k_full = abh_rows, pn_t * t, k_t * t
+    # the paper's single-core inequality over the K its input blocks cover: all of K for height
+    # sharding (weights resident), the core's channel slice for block/width ([ASSUMPTION]: K is streamed),
+    # one in0_block_w block on the DRAM path
+    k_paper = np.where(dram, kb * t, np.where(height, k_full, k_full / c))
+    paper = (b_ho * b_wo + k_paper * (b_ho + b_wo)) * bi
+    halo_buf = np.where(dram, 0.0, g["buf"] * g["stick_ch"] * bi)
+    act_cb = b_ho * abw_t * t * bi * np.where(x["adb"], 2, 1)
+    # weights double buffering applies to block sharding (tenstorrent-conv2d.md, Conv2dConfig) and to the
+    # streamed weight blocks of the DRAM path
+    wdb = x["wdb"] & (block | dram)
+    w_cb = np.where(height & ~dram, k_full * b_wo * bw, abw_t * t * b_wo * bw * np.where(wdb, 2, 1))
+    # the whole output shard stays in L1 when sharded; one output block when streamed to DRAM
+    out_shard = np.where(dram, b_ho * b_wo * bo, pm_t * t * b_wo * bo * shape.batches)
+    interm = np.where(kblocks > 1, b_ho * b_wo * np.where(fp32, 4.0, bo), 0.0)
+    l1_total = halo_buf + act_cb + w_cb + out_shard + interm
+    ok["l1-paper"] = paper < hw.l1_free_bytes
+    ok["l1-capacity"] = l1_total <= hw.l1_free_bytes
+
+    # ---- time (per core, slowest core) -------------------------------------------------------
+    B = shape.batches
+    small_rows = max(1.0, 8.0 / shape.rows)  # < 8 valid rows run at 1/8 rate (hardware-facts.md §4.2 step 1)
+    t_mac = B * pm_t * k_t * pn_t * tile_cyc * small_rows
+    n_sub = B * nbh * kblocks * (abh_t / sb_h) * (pn_t / sb_w)
+    t_comp = t_mac + n_sub * hw.subblock_overhead_cycles
+    # reader: im2col gather from the local halo buffer (sharded conv path only), one or two reader kernels
+    act_core = B * pm_t * t * k_full * bi  # im2col activation bytes of one core (full K)
+    reader_bytes = np.where(dram | (shape.conv is None), 0.0, act_core / c)
+    t_reader = reader_bytes / (hw.l1_port_bytes_per_cycle * np.where(x["split"], 2, 1))
+    # activations a core receives: block along the core row, width to all cores (tenstorrent-conv2d.md,
+    # "Sharded Input Data Movement Across Cores"; the other c-1 slices); DRAM: its rows, all of K, once
+    act_recv = np.where(dram, act_core, (c - 1) * act_core / c)
+    # weights: height replicates the full weights; block/width and DRAM stream them once per act block (nbh)
+    w_core = B * k_full * b_wo * bw * np.where(height & ~dram, 1, nbh)
+    link = hw.noc_link_bytes_per_cycle
+    hop = hw.noc_hop_cycles * (hw.grid_x + hw.grid_y)
+    t_act = act_recv / link + np.where(dram | (c > 1), hop, 0)
+    t_w = w_core / link + hop
+    act_path = t_reader + t_act
+    main = np.where(x["adb"], np.maximum(t_comp, act_path), t_comp + act_path)  # [ASSUMPTION: else sum] §4.2 step 6
+    overlapped = np.maximum(main, t_w)
+    main = np.where(wdb, overlapped, _over(np.add, main, t_w))
+    # DRAM path: the writer sends each output block back while the next one computes ([ASSUMPTION] overlapped)
+    t_out = np.where(dram, B * pm_t * t * b_wo * bo / link, 0.0)
+    main = _over(np.maximum, main, t_out)
+    # DRAM bytes. Sharded: input shards in, unique weights (one multicast per column, re-read per act block).
+    # Interleaved: every activation row once (padded to tiles; at least the whole input tensor, which the
+    # interleaved path reads to build the activation matrix: tenstorrent-conv2d.md single-core step 1), each
+    # column's weights once per row block (§4.2 step 4: multicast = one traversal). Output written once.
+    dram_in_sh = shape.in_sticks * shape.in_channels * bi
+    dram_in_d = max(B * shape.m_t * t * k_dram * t * bi, dram_in_sh)
+    dram_w_d = B * k_dram * t * shape.n_t * t * bw * nbh
+    dram_out = B * shape.m_t * t * shape.n_t * t * bo
+    dram_bytes = np.where(dram, dram_in_d + dram_w_d, dram_in_sh + c * w_core) + dram_out
+    t_dram = dram_bytes / hw.dram_bytes_per_cycle
+    kernel = _over(np.maximum, main, t_dram)
+    # halo op before a sharded conv: remote sticks over the NoC, then the local buffer copy
+    stick = g["stick_ch"] * bi
+    t_halo = np.where(
+        (shape.conv is not None) & ~dram,
+        g["max_remote"] * stick / link
+        + np.where(g["max_remote"] > 0, hop, 0)
+        + g["buf"] * stick / hw.l1_port_bytes_per_cycle,
+        0.0,
+    )
+    cycles = _over(np.add, kernel, t_halo)
+    cores_used = r * c
+    a = {
+        "cycles": cycles,
+        "t_comp": t_comp,
+        "t_reader": t_reader,
+        "t_act": t_act,
+        "t_w": t_w,
+        "t_out": t_out,
+        "t_dram": t_dram,
+        "t_halo": t_halo,
+        "dram_bytes": dram_bytes,
+        "noc_w_bytes": cores_used * w_core,
+        "noc_act_bytes": cores_used * act_recv,
+        "l1_bytes": cores_used * reader_bytes,
+        "halo_bytes": np.where(dram, 0.0, g["tot_remote"] * shape.in_channels * bi),
+        "footprint": l1_total,
+        "paper_bytes": paper,
+        "halo_buf": halo_buf,
+        "act_cb": act_cb,
+        "w_cb": w_cb,
+        "out_shard": out_shard,
+        "interm": interm,
+        "pm_t": pm_t,
+        "pn_t": pn_t,
+        "k_t": k_t,
+        "abw_t": abw_t,
+        "kblocks": kblocks,
+        "nbh": nbh,
+        "cores": cores_used,
+        "r": r,
+        "c": c,
+        "sb_h": sb_h,
+        "sb_w": sb_w,
+        "dst": dst,
+    }
+    return Evaluation(ok=ok, a=a)

@@ -1,0 +1,270 @@
+"""What the Tenstorrent cost model needs to know about a problem, and its sharding layouts.
+
+A problem is flattened to ttnn's GEMM view (hardware-facts.md §4.2 step 5): ``M`` rows = output
+sticks ``N*Ho*Wo``, ``K = Kh*Kw*Ci``, ``N = Cout``; groups and einsum batch axes run one after
+the other (``batches``). A conv that is not 1x1/stride 1/unpadded takes the conv path (im2col
+reader over a halo buffer); everything else is the matmul special case (``use_matmul_for_1x1_conv``).
+
+A layout is a string: ``height/R`` (R cores along the rows), ``block/RxC`` (R rows x C channel
+columns) or ``width/C`` (C cores splitting channels).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+import numpy as np
+
+from costmodels.gemm_view import gemm_view
+from costmodels.tenstorrent.halo import window_span
+from costmodels.tenstorrent.hardware import TensixHardware
+from workload import dtypes
+from workload.conv2d import Conv2dParams, as_conv2d
+from workload.problem import Problem
+
+KINDS = ("height", "block", "width")
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class TTShape:
+    """The GEMM view of a problem, in the units the Tensix cost model uses."""
+
+    batches: int  # groups / einsum batch, run in sequence
+    rows: int  # M: output sticks per batch
+    cols: int  # N: output channels per batch
+    k_channels: int  # input channels per batch (conv) or K (matmul)
+    kh: int
+    kw: int
+    in_channels: int  # channels of one input stick (all groups)
+    in_sticks: int  # sticks of the unpadded input
+    conv: Conv2dParams | None  # set on the conv (halo) path only
+    in_bytes: float
+    w_bytes: float
+    out_bytes: float
+    tile: int
+
+    @property
+    def m_t(self) -> int:
+        return cdiv(self.rows, self.tile)
+
+    @property
+    def n_t(self) -> int:
+        return cdiv(self.cols, self.tile)
+
+
+def tt_shape(problem: Problem, tile: int) -> TTShape:
+    """Flatten a binary problem (conv or einsum) for the cost model."""
+    view = gemm_view(problem)
+    x, w = problem.inputs[view.moving], problem.inputs[view.stationary]
+    sz = dtypes.info
+    params = as_conv2d(problem)
+    if params is not None and not params.is_matmul():
+        g = params.groups
+        return TTShape(
+            batches=g,
+            rows=params.batch * params.output_height * params.output_width,
+            cols=params.out_channels // g,
+            k_channels=params.in_channels // g,
+            kh=params.kernel[0],
+            kw=params.kernel[1],
+            in_channels=params.in_channels,
+            in_sticks=params.batch * params.input_height * params.input_width,
+            conv=params,
+            in_bytes=sz(x.dtype).bytes,
+            w_bytes=sz(w.dtype).bytes,
+            out_bytes=sz(problem.output.dtype).bytes,
+            tile=tile,
+        )
+    gv = view
+    return TTShape(
+        batches=gv.B,
+        rows=gv.M,
+        cols=gv.N,
+        k_channels=gv.K,
+        kh=1,
+        kw=1,
+        in_channels=gv.K,
+        in_sticks=gv.B * gv.M,
+        conv=None,
+        in_bytes=sz(x.dtype).bytes,
+        w_bytes=sz(w.dtype).bytes,
+        out_bytes=sz(problem.output.dtype).bytes,
+        tile=tile,
+    )
+
+
+@dataclass(frozen=True)
+class LayoutStats:
+    """Per-core sizes of one sharding layout (tiles unless stated)."""
+
+    kind: str
+    r: int  # cores along the rows (output sticks)
+    c: int  # cores along the channels
+    valid: bool  # the layout string parsed and its kind/core counts are consistent
+    error: str  # why not
+    split_ok: bool  # channels split evenly over c (and c <= output channel tiles)
+    pm_t: int  # output rows per core (tiles)
+    pn_t: int  # output channels per core (tiles)
+    k_t: int  # K of the core's GEMM (tiles, full K)
+    kblocks: int  # K blocks of the inner loop before act_block_w_div
+    halo_buffer_sticks: int
+    halo_max_remote_sticks: int
+    halo_total_remote_sticks: int
+    stick_channels: float  # channels of one stick a core holds
+
+    @property
+    def cores(self) -> int:
+        return self.r * self.c
+
+
+def parse_layout(layout: str) -> tuple[str, int, int] | None:
+    """``height/R`` -> (height, R, 1); ``block/RxC`` -> (block, R, C); ``width/C`` -> (width, 1, C)."""
+    try:
+        kind, _, rest = str(layout).partition("/")
+        if kind == "height":
+            return kind, int(rest), 1
+        if kind == "width":
+            return kind, 1, int(rest)
+        if kind == "block":
+            r, _, c = rest.partition("x")
+            return kind, int(r), int(c)
+    except ValueError:
+        return None
+    return None
+
+
+def layout_stats(shape: TTShape, hw: TensixHardware, layout: str) -> LayoutStats:
+    """Per-core sizes of `layout` (hardware-facts.md §4.2 step 5: HS / BS / WS)."""
+    return _layout_stats(shape, hw.grid_x, hw.grid_y, layout)
+
+
+@lru_cache(maxsize=4096)  # bounded: a long-running service sees many shapes
+def _layout_stats(shape: TTShape, grid_x: int, grid_y: int, layout: str) -> LayoutStats:
+    cores = grid_x * grid_y
+    parsed = parse_layout(layout)
+    bad = LayoutStats(layout, 1, 1, False, "", False, 1, 1, 1, 1, 0, 0, 0, 1.0)
+    if parsed is None:
+        return _with(bad, error=f"layout {layout!r} is not height/R, block/RxC or width/C")
+    kind, r, c = parsed
+    if r < 1 or c < 1:
+        return _with(bad, error=f"layout {layout} needs positive core counts")
+    if r * c > cores:
+        return _with(bad, error=f"layout {layout} uses {r * c} cores, the grid has {cores}: use fewer")
+    if kind == "block" and (r > grid_y or c > grid_x):
+        return _with(bad, error=f"block layout {r}x{c} does not fit the {grid_y}x{grid_x} grid: use fewer rows/columns")
+    t = shape.tile
+    ci, kh, kw = shape.k_channels, shape.kh, shape.kw
+    split_ok = ci % c == 0 and c <= shape.n_t
+    cc = ci // c if ci % c == 0 else cdiv(ci, c)
+    if kind == "height":
+        pm_t, pn_t = cdiv(shape.m_t, r), shape.n_t
+        k_t, kblocks = kh * cdiv(ci * kw, t), kh  # act_block_w = round_up(Cin*Kw, 32), Kh blocks
+    elif kind == "block":
+        pm_t, pn_t = cdiv(shape.m_t, r), cdiv(shape.n_t, c)
+        k_t, kblocks = c * kh * cdiv(cc * kw, t), c * kh  # round_up(Cin/num_c * Kw, 32) per block
+    else:
+        pm_t, pn_t = shape.m_t, cdiv(shape.n_t, c)
+        k_t, kblocks = c * cdiv(cc * kh * kw, t), c  # act_block_w = Cin*Kh*Kw / cores (before the div)
+    if shape.conv is None:
+        buf = shape.batches * pm_t * t
+        max_remote = total_remote = 0
+    else:
+        buf, max_remote, total_remote = halo_sticks(shape.conv, r)
+    return LayoutStats(
+        kind=kind,
+        r=r,
+        c=c,
+        valid=True,
+        error="",
+        split_ok=split_ok,
+        pm_t=pm_t,
+        pn_t=pn_t,
+        k_t=k_t,
+        kblocks=kblocks,
+        halo_buffer_sticks=buf,
+        halo_max_remote_sticks=max_remote,
+        halo_total_remote_sticks=total_remote,
+        stick_channels=shape.in_channels / c,
+    )
+
+
+def halo_sticks(conv: Conv2dParams, cores: int) -> tuple[int, int, int]:
+    """(largest halo buffer, most sticks one core receives, sticks all cores receive) of `halo.build_halo`.
+
+    The same configuration in closed form, without building its chunks: core i's buffer holds the
+    padded-input sticks from the top-left of its first output's window to the bottom-right of its
+    last one's; its data sticks are, in order, the input sticks ``[D(start), D(end))``, where
+    ``D(p)`` counts the data (non-padding) sticks before padded index ``p``; those outside core i's
+    own input shard arrive from other cores.
+    """
+    h, w = conv.input_height, conv.input_width
+    ph, pw = conv.padding
+    hp, wp = h + 2 * ph, w + 2 * pw
+    ho, wo = conv.output_height, conv.output_width
+    outs = conv.batch * ho * wo
+    size = cdiv(outs, cores)
+    core = np.arange(cores, dtype=np.int64)
+    first = np.minimum(core * size, outs)
+    used = np.minimum(first + size, outs) > first  # the last cores may get no output sticks
+    core, first = core[used], first[used]
+    last = np.minimum(first + size, outs) - 1
+
+    def top_left(j: np.ndarray) -> np.ndarray:  # padded index of output stick j's window (halo.op_trace)
+        n, rem = np.divmod(j, ho * wo)
+        oh, ow = np.divmod(rem, wo)
+        return n * hp * wp + oh * conv.stride[0] * wp + ow * conv.stride[1]
+
+    def data_before(p: np.ndarray) -> np.ndarray:  # D(p)
+        n, rem = np.divmod(p, hp * wp)
+        y, x = np.divmod(rem, wp)
+        y, x = y - ph, x - pw
+        in_row = np.where((y >= 0) & (y < h), np.minimum(np.maximum(x, 0), w), 0)
+        return n * h * w + np.minimum(np.maximum(y, 0), h) * w + in_row
+
+    start, end = top_left(first), top_left(last) + window_span(conv) + 1
+    d0, d1 = data_before(start), data_before(end)
+    shard = cdiv(conv.batch * h * w, cores)  # input sticks per core (the last shards shorter)
+    local = np.maximum(np.minimum(d1, (core + 1) * shard) - np.maximum(d0, core * shard), 0)
+    remote = d1 - d0 - local
+    return int((end - start).max(initial=0)), int(remote.max(initial=0)), int(remote.sum())
+
+
+def _with(s: LayoutStats, **kw: object) -> LayoutStats:
+    return replace(s, **kw)  # type: ignore[arg-type]
+
+
+def _largest_divisor(n: int, cap: int) -> int:
+    return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
+
+
+def candidate_layouts(shape: TTShape, hw: TensixHardware) -> list[str]:
+    """The layouts of the search space: ttnn's choice per strategy plus a few smaller grids."""
+    m_t, n_t, ci = shape.m_t, shape.n_t, shape.k_channels
+    out: dict[str, None] = {}
+    # height: ttnn num_cores_nhw = largest divisor <= grid of ceil(NHW/32); plus full/half/quarter grid
+    for cap in (hw.cores, hw.cores // 2, hw.cores // 4):
+        for r in {_largest_divisor(m_t, max(cap, 1)), min(m_t, max(cap, 1))}:
+            r = cdiv(m_t, cdiv(m_t, r))  # fewest cores with the same rows per core
+            out[f"height/{r}"] = None
+    # block: rows over grid_y, channel columns = largest divisor of Cin <= grid_x (and <= Cout tiles)
+    col_cap = min(hw.grid_x, n_t)
+    cols = {_largest_divisor(ci, col_cap), _largest_divisor(ci, max(col_cap // 2, 1))} - {1}
+    for c in sorted(cols, reverse=True):
+        for r in {min(hw.grid_y, m_t), _largest_divisor(m_t, hw.grid_y)} - {1}:
+            out[f"block/{r}x{c}"] = None
+    # block over the whole grid, columns not dividing the channels: only the DRAM-interleaved path can use it
+    full = (min(hw.grid_y, m_t), min(hw.grid_x, n_t))
+    if full[0] > 1 and full[1] > 1:
+        out[f"block/{full[0]}x{full[1]}"] = None
+    # width: channels over all cores
+    for cap in (min(hw.cores, n_t), min(hw.cores, n_t) // 2):
+        if cap >= 2:
+            c = _largest_divisor(ci, cap)
+            if c > 1:
+                out[f"width/{c}"] = None
+    return list(out)

@@ -1,0 +1,157 @@
+"""Tenstorrent Tensix targets (presets ``wormhole-n150``, ``blackhole-p150``).
+
+A conv2d runs as ttnn runs it (tenstorrent-conv2d.md, hardware-facts.md §4.2): the output sticks
+``N*Ho*Wo`` are sharded over the core grid (height, block or width sharding), a halo op gives each
+core the padded input sticks its windows read (`costmodels.tenstorrent.halo`), and each core multiplies an
+im2col activation block by its weights in 32x32 tiles at the chosen math fidelity. 1x1/stride-1
+convs and other binary einsums are the matmul special case (no halo, no im2col). Unary
+reductions are rejected.
+
+Each mapping also picks a memory placement: ``l1-sharded`` (operands resident in L1 shards, the
+fast path when they fit) or ``dram-interleaved`` (blocks streamed from and to DRAM, so GEMMs and
+convs of any size fit; `costmodels.tenstorrent.cost`).
+
+Math fidelity changes numerics (LoFi multiplies only the top mantissa bits of bf16; the executor
+cannot emulate it), so the fidelities searched are a preset setting, ``fidelities``: HiFi4 only by
+default, as ttnn's conv default compute config (tenstorrent-conv2d.md, Compute Config). A request
+may override it (e.g. ``{"fidelities": ["LoFi", "HiFi2", "HiFi4"]}``); the roofline bound then
+uses the fastest fidelity allowed. Every cost report names the fidelity it priced.
+
+Scoring many points: the whole space is priced once per problem as a table (`costmodels.tenstorrent.scoring`),
+kept with the problem's GEMM view, space and coder in a `ProblemMemo`. `score_codes` gathers from
+it by choice code; `score_batch` codes value columns first (`choice_codes.score_values`) and prices
+values outside the space with the same formulas, point by point.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from costmodels.choice_codes import ScoreFn
+from costmodels.family import FamilyTarget, knobs_violation
+from costmodels.ir import Mapping
+from costmodels.presets import load_preset
+from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Violation
+from costmodels.tenstorrent.cost import PARAMS, Evaluation
+from costmodels.tenstorrent.hardware import TensixHardware
+from costmodels.tenstorrent.mapping import build_mapping, point_of
+from costmodels.tenstorrent.render import render_mapping
+from costmodels.tenstorrent.scoring import TTPrepared, score_general
+from costmodels.tenstorrent.shape import TTShape
+from costmodels.tenstorrent.space import evaluate_point
+from costmodels.tenstorrent.violations import RULES, SUPPORTED_DTYPES, violations
+from costmodels.tenstorrent.warm import warm_starts
+from workload.problem import Problem
+
+
+class TenstorrentTarget(FamilyTarget[TTPrepared]):
+    """One Tenstorrent preset behind the `Target` protocol."""
+
+    family = "tenstorrent"
+
+    def __init__(self, name: str, hardware: TensixHardware) -> None:
+        super().__init__(name, hardware)
+        self.hardware: TensixHardware = hardware
+
+    def _prepare(self, problem: Problem) -> TTPrepared:
+        """GEMM view, space, coder and priced table of a problem (each built on first use)."""
+        return TTPrepared(problem, self.hardware, tuple(RULES.violations(problem, SUPPORTED_DTYPES)))
+
+    def _score_codes(self, problem: Problem, prep: TTPrepared, codes: dict[str, np.ndarray]) -> BatchScore:
+        return self._batch(prep.table.score(codes))
+
+    def _score_values(self, problem: Problem, prep: TTPrepared) -> ScoreFn:
+        return lambda cols: self._batch(score_general(prep.shape, self.hardware, cols))
+
+    def _shape(self, problem: Problem) -> TTShape:
+        return self.prepared(problem).shape
+
+    def mapping(self, problem: Problem, point: dict[str, Choice]) -> Mapping:
+        return build_mapping(problem, self._shape(problem), self.hardware, self.name, point)
+
+    def _eval(self, problem: Problem, point: dict[str, Choice]) -> Evaluation:
+        return evaluate_point(self._shape(problem), self.hardware, {k: point[k] for k in PARAMS})
+
+    def check(self, problem: Problem, mapping: Mapping) -> list[Violation]:
+        out = self.supports(problem)
+        if out:
+            return out
+        point = point_of(mapping)
+        if point is None:
+            return [knobs_violation(mapping, PARAMS)]
+        return violations(self._shape(problem), self.hardware, point, self._eval(problem, point))
+
+    def lower_bound(self, problem: Problem) -> LowerBound:
+        hw = self.hardware
+        # every core at the fastest fidelity the policy allows (LoFi: 16 cycles per 32^3 tile product =
+        # 2048 MAC/cycle; HiFi4: 64 cycles = 512), so the bound holds for every mapping check() accepts
+        # (hardware-facts.md §4.1, FPU matmul and Math fidelity rows)
+        fastest = min(hw.fidelities, key=lambda f: hw.tile_cycles[f])
+        per_core = hw.tile_macs / hw.tile_cycles[fastest]
+        compute = problem.macs / (hw.cores * per_core)
+        memory = problem.min_bytes / hw.dram_bytes_per_cycle
+        return LowerBound(
+            cycles=max(compute, memory),
+            compute_cycles=compute,
+            memory_cycles=memory,
+            reason=f"{hw.cores} cores x {per_core:.0f} MAC/cycle at {fastest} (fastest allowed fidelity); "
+            f"{hw.dram_gb_per_s:g} GB/s DRAM for the minimum bytes",
+        )
+
+    def cost(self, problem: Problem, mapping: Mapping) -> CostReport:
+        point = point_of(mapping)
+        if point is None:
+            raise ValueError(knobs_violation(mapping, PARAMS).message)
+        a = {k: float(v[0]) for k, v in self._eval(problem, point).a.items()}
+        hw = self.hardware
+        lb = self.lower_bound(problem)
+        stages = {
+            "compute": a["t_comp"],
+            "dram": a["t_dram"],
+            "noc": a["t_reader"] + a["t_act"] + a["t_w"] + a["t_out"],
+            "halo": a["t_halo"],
+        }
+        cycles = a["cycles"]
+        util = problem.macs / (hw.cores * hw.peak_macs_per_cycle_core * cycles) if cycles > 0 else 0.0
+        fid = point["math_fidelity"]
+        notes = [f"math fidelity {fid}" + ("" if fid == "HiFi4" else " (fewer mantissa bits than the HiFi4 default)")]
+        notes.append(f"layout {point['layout']}: {int(a['cores'])} cores, {int(a['pm_t'])}x{int(a['pn_t'])} tiles each")
+        if point["memory"] == "dram-interleaved":
+            notes.append(
+                f"dram-interleaved: {int(a['kblocks'])} K blocks of {int(a['abw_t'])} tiles, weights re-read "
+                f"{int(a['nbh'])}x (once per output block along the rows)"
+            )
+        return CostReport(
+            cycles=cycles,
+            clock_hz=hw.clock_hz,
+            bound=max(stages, key=lambda k: stages[k]),
+            utilization=min(1.0, util),
+            bytes={"dram": a["dram_bytes"], "noc": a["noc_w_bytes"] + a["noc_act_bytes"], "l1": a["l1_bytes"],
+                   "halo": a["halo_bytes"], "noc_weights": a["noc_w_bytes"], "noc_activations": a["noc_act_bytes"]},
+            breakdown={**stages, "reader": a["t_reader"], "act_broadcast": a["t_act"], "weights": a["t_w"],
+                       "writer": a["t_out"]},
+            lower_bound_cycles=lb.cycles,
+            offchip_bytes=a["dram_bytes"],
+            footprint_bytes=a["footprint"],
+            notes=tuple(notes),
+        )  # fmt: skip
+
+    def _batch(self, outs: tuple[np.ndarray, ...]) -> BatchScore:
+        feas, lat, off, foot = outs
+        return BatchScore(feasible=feas, objectives={"latency": lat, "offchip_bytes": off, "footprint": foot})
+
+    def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
+        prep = self.prepared(problem)
+        if prep.reasons:
+            return []
+        return warm_starts(prep.shape, self.hardware, prep.space)
+
+    def render(self, problem: Problem, mapping: Mapping) -> str:
+        return render_mapping(self.name, mapping)
+
+
+def make_target(preset: str, overrides: dict[str, Any]) -> TenstorrentTarget:
+    """Build a Tenstorrent target from its preset file plus per-request overrides."""
+    return TenstorrentTarget(preset, load_preset(preset, TensixHardware, overrides))

@@ -1,0 +1,137 @@
+"""Reasons a Tensix mapping is infeasible, as messages a user can act on."""
+
+from __future__ import annotations
+
+from costmodels.family import KNOBS, RULE_CODES, ProblemRules
+from costmodels.protocol import Choice, Violation
+from costmodels.tenstorrent.cost import CODES as MAPPING_CODES
+from costmodels.tenstorrent.cost import Evaluation
+from costmodels.tenstorrent.hardware import FIDELITIES, TensixHardware
+from costmodels.tenstorrent.shape import TTShape, layout_stats
+
+KIB = 1024
+#: ttnn conv2d dtype / weights_dtype (tenstorrent-conv2d.md, Conv2dConfig)
+SUPPORTED_DTYPES = ("bf16", "f32")
+
+#: every code `supports` and `check` can return
+CODES: tuple[str, ...] = (*RULE_CODES, KNOBS, *MAPPING_CODES)
+
+#: problem-level reasons (`supports`)
+RULES = ProblemRules(
+    unary="the Tensix matrix unit multiplies two operands; a unary reduction is not modelled "
+    "on this target: run it on another target",
+    reduce_op="reduce op {op} is not a matmul: the Tensix FPU only multiplies and adds",
+    dtype="operand {name} is {dtype}; this model supports {allowed} inputs (ttnn conv2d dtypes): convert it to bf16",
+)
+
+
+def _kib(b: float) -> str:
+    return f"{b / KIB:.0f} KiB"
+
+
+def violations(shape: TTShape, hw: TensixHardware, point: dict[str, Choice], ev: Evaluation) -> list[Violation]:
+    """One violation per failed constraint of the single point evaluated in `ev`."""
+    a = {k: float(v[0]) for k, v in ev.a.items()}
+    s = layout_stats(shape, hw, str(point["layout"]))
+    out: list[Violation] = []
+    for code in MAPPING_CODES:
+        if bool(ev.ok[code][0]):
+            continue
+        out.append(Violation(code=code, message=_message(code, shape, hw, point, a, s.error)))
+    return out
+
+
+def _message(code: str, shape: TTShape, hw: TensixHardware, p: dict[str, Choice], a: dict[str, float], err: str) -> str:
+    t = shape.tile
+    lay = p["layout"]
+    if code == "layout":
+        return err or f"layout {lay!r} is not usable"
+    dram = p.get("memory") == "dram-interleaved"
+    if code == "memory":
+        return f"memory {p.get('memory')!r} is unknown: use l1-sharded or dram-interleaved"
+    if code == "channel-split" and dram:
+        return (
+            f"layout {lay} puts {int(a['c'])} core columns on {shape.n_t} output channel tiles: use at most "
+            f"{shape.n_t} columns"
+        )
+    if code == "in0-block-w":
+        return (
+            f"in0_block_w={p.get('in0_block_w')} tiles must be a positive divisor of K = {int(a['k_t'])} tiles "
+            f"(the K blocks streamed from DRAM): pick a divisor of {int(a['k_t'])}"
+        )
+    if code == "channel-split":
+        return (
+            f"layout {lay} splits {shape.k_channels} input channels and {shape.n_t} output channel tiles over "
+            f"{int(a['c'])} core columns: pick a column count that divides the input channels and is at most "
+            f"the output channel tiles"
+        )
+    if code == "act-block-h":
+        return (
+            f"act_block_h={p['act_block_h']} must be a multiple of {t} that divides the per-core height of "
+            f"{int(a['pm_t']) * t} rows (tenstorrent-conv2d.md: bHo mod 32 = 0): use a divisor of "
+            f"{int(a['pm_t'])} tiles"
+        )
+    if code == "act-block-w-div":
+        per_core = int(a["k_t"] * float(p["act_block_w_div"]) / a["kblocks"])
+        return (
+            f"act_block_w_div={p['act_block_w_div']} must be a positive divisor of the per-core act_block_w of "
+            f"{per_core} tiles ({lay}): pick a divisor of {per_core}"
+        )
+    if code == "math-fidelity":
+        allowed = ", ".join(hw.fidelities)
+        if p["math_fidelity"] in FIDELITIES:
+            return (
+                f"math fidelity {p['math_fidelity']} is outside this target's fidelity policy (fidelities: "
+                f"[{allowed}]; HiFi4 is ttnn's default and keeps bf16 products exact): use {allowed}, or "
+                f"override the preset setting fidelities to allow {p['math_fidelity']}"
+            )
+        return f"math fidelity {p['math_fidelity']!r} is unknown: use one of the allowed fidelities, {allowed}"
+    if code == "accumulation":
+        return (
+            "fp32_acc is off, so partial sums would accumulate in the 16-bit destination register, but the problem "
+            "declares f32 accumulation: set fp32_acc, or override the preset setting bf16_accumulation to true to "
+            "accept the precision loss"
+        )
+    if code == "dst-capacity":
+        acc = "with fp32 accumulation " if p["fp32_acc"] else ""
+        return (
+            f"output sub-block {p['out_subblock']} holds {int(a['sb_h'] * a['sb_w'])} tiles but the destination "
+            f"register {acc}holds {int(a['dst'])}: use a sub-block of at most {int(a['dst'])} tiles"
+        )
+    if code == "subblock-divides":
+        return (
+            f"output sub-block {p['out_subblock']} must divide the block of {int(a['pm_t'] / a['nbh'])}x"
+            f"{int(a['pn_t'])} tiles (act_block_h x per-core output channels): pick dividing sizes"
+        )
+    if code == "subblock-shape":
+        return (
+            f"output sub-block {p['out_subblock']}: a sub-block taller than 1 tile must span the whole per-core "
+            f"width of {int(a['pn_t'])} tiles (ttnn rule): use height 1 or width {int(a['pn_t'])}"
+        )
+    if code == "l1-paper":
+        fix = (
+            "lower act_block_h or in0_block_w"
+            if dram
+            else "lower act_block_h, split output channels over more cores (block/width sharding) or stream "
+            "blocks from DRAM (memory=dram-interleaved)"
+        )
+        return (
+            f"[bHo*bWo + K*(bHo + bWo)]*sizeof = {_kib(a['paper_bytes'])} is not below the "
+            f"{_kib(hw.l1_free_bytes)} of free L1 (tenstorrent-conv2d.md, single-core constraint): {fix}"
+        )
+    parts = {
+        "halo buffer": a["halo_buf"],
+        "activation CB": a["act_cb"],
+        "weight CB": a["w_cb"],
+        "output block" if dram else "output shard": a["out_shard"],
+        "partials CB": a["interm"],
+    }
+    biggest = sorted(parts.items(), key=lambda kv: -kv[1])[:3]
+    detail = ", ".join(f"{k} {_kib(v)}" for k, v in biggest)
+    fix = (
+        "use more cores, a smaller act_block_h or in0_block_w, or turn off double buffering"
+        if dram
+        else "use more cores, a smaller act_block_h, turn off double buffering, or stream blocks from DRAM "
+        "(memory=dram-interleaved)"
+    )
+    return f"L1 needs {_kib(a['footprint'])} per core ({detail}), {_kib(hw.l1_free_bytes)} free: {fix}"

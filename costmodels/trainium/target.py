@@ -1,0 +1,175 @@
+"""AWS Trainium tensor engine target (family ``trainium``; presets ``trn1`` and ``trn2``).
+
+One NKI ``nc_matmul`` per instruction tile: ``stationary.T @ moving`` from SBUF into a PSUM
+bank, accumulated over contraction tiles (nki-nc_matmul.txt). The loop nest and its levels are
+described in costmodels.trainium.mapping, the space in costmodels.trainium.space and the
+formulas in costmodels.trainium.cost (the recipe of hardware-facts.md §2.2).
+
+Scope decisions (documented and tested):
+
+- integer inputs (i4/i8/i32) are rejected: nc_matmul takes float8/bfloat16/float16/tfloat32/
+  float32 only (nki-nc_matmul.txt); the advice is to cast to bf16 (exact for i8) first;
+- unary reductions and max/min/mul reductions are rejected: they run on the Vector Engine,
+  which this model does not price;
+- convolutions go through im2col (no NKI conv primitive; hardware-facts.md §2.2, §5).
+
+Scoring: the first time a problem is scored, its whole space is priced as one grid
+(costmodels.trainium.scoring, the same formulas as `check`/`cost`) and kept with the space's coder
+for the last few problems (`ProblemMemo`). `score_codes` gathers the three objectives from the
+grid by each point's number in it (costmodels.trainium.scoring); `score_batch` encodes the value
+columns to codes first (`choice_codes.score_values`). Every point of the space is priced, so there
+are no general formulas for other values: a value outside the space is a ``ValueError`` naming
+its parameter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from costmodels.choice_codes import SpaceCoder
+from costmodels.family import FamilyTarget, knobs_violation, point_of
+from costmodels.ir import Mapping, coverage_errors, flat_mapping
+from costmodels.presets import load_preset
+from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Param, SearchSpace, Violation
+from costmodels.trainium.cost import Evaluation, ProblemConsts, Quantities, evaluate, lower_bound_cycles
+from costmodels.trainium.hardware import TrainiumHardware
+from costmodels.trainium.mapping import KNOBS, build_mapping, mapping_quantities, structure_errors
+from costmodels.trainium.nest import Roles
+from costmodels.trainium.render import render_mapping
+from costmodels.trainium.scoring import GridScorer, price_grid
+from costmodels.trainium.space import build_space, double_row, problem_consts
+from costmodels.trainium.violations import NC_MATMUL_DTYPES, RULES, violation_messages
+from costmodels.trainium.warm import warm_points
+from workload import dtypes
+from workload.problem import Problem
+
+UNSUPPORTED = SearchSpace(params=(Param(name="unsupported", choices=("-",), doc="the problem cannot run here"),))
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What scoring a problem needs: its space, the space's coder and the scorer over its priced grid."""
+
+    reasons: tuple[Violation, ...]
+    space: SearchSpace
+    coder: SpaceCoder
+    scorer: GridScorer | None  # None: the problem cannot run here (every point infeasible)
+
+
+class TrainiumTarget(FamilyTarget[Prepared]):
+    """One Trainium preset: the Target protocol over the nc_matmul cost model."""
+
+    family = "trainium"
+    keep = 4  # priced grids kept per target (each <= 24 bytes per point of the space)
+
+    def __init__(self, name: str, hardware: TrainiumHardware) -> None:
+        super().__init__(name, hardware)
+        self.hardware: TrainiumHardware = hardware
+
+    def _prepare(self, problem: Problem) -> Prepared:
+        """The space and its coder and (when the problem runs here) the whole space priced."""
+        reasons = tuple(RULES.violations(problem, NC_MATMUL_DTYPES))
+        if reasons:
+            return Prepared(reasons, UNSUPPORTED, SpaceCoder(UNSUPPORTED), None)
+        space = build_space(problem, self.hardware)
+        grid = price_grid(
+            problem, self.hardware, space, lambda r: problem_consts(problem, self.hardware, r, supported=True)
+        )
+        return Prepared(reasons, space, SpaceCoder(space), GridScorer(grid))
+
+    def _score_codes(self, problem: Problem, prep: Prepared, codes: dict[str, np.ndarray]) -> BatchScore:
+        """Points by choice index, gathered from the problem's priced grid (`trainium.scoring`)."""
+        assert prep.scorer is not None
+        return prep.scorer(codes)
+
+    def _consts(self, problem: Problem, roles: Roles) -> ProblemConsts:
+        return problem_consts(problem, self.hardware, roles, supported=not self.supports(problem))
+
+    # ---- mapping ----------------------------------------------------------------------------
+    def mapping(self, problem: Problem, point: dict[str, Choice]) -> Mapping:
+        if self.supports(problem):
+            return flat_mapping(problem, target=self.name, level="nc_matmul")
+        return build_mapping(problem, self.name, dict(point))
+
+    # ---- check and cost -------------------------------------------------------------------
+    def _evaluate(self, problem: Problem, mapping: Mapping) -> tuple[Roles, Quantities, Evaluation]:
+        roles, q = mapping_quantities(problem, mapping)
+        return roles, q, evaluate(self.hardware, self._consts(problem, roles), q)
+
+    def check(self, problem: Problem, mapping: Mapping) -> list[Violation]:
+        out = self.supports(problem)
+        if out:
+            return out
+        if point_of(mapping, KNOBS) is None:
+            return [knobs_violation(mapping, KNOBS)]
+        structure = structure_errors(problem, mapping)
+        if structure:
+            return [Violation(code="structure", message=f"{e}: build the mapping with target.mapping(...)")
+                    for e in structure]  # fmt: skip
+        out += [
+            Violation(code="coverage", message=f"{e.message}: every point must be visited exactly once")
+            for e in coverage_errors(problem, mapping)
+        ]
+        roles, q, ev = self._evaluate(problem, mapping)
+        out += violation_messages(problem, self.hardware, self.name, roles, q, ev, double_row(problem, self.hardware))
+        return out
+
+    def cost(self, problem: Problem, mapping: Mapping) -> CostReport:
+        hw = self.hardware
+        roles, _, ev = self._evaluate(problem, mapping)
+        lb = self.lower_bound(problem)
+        cycles = float(ev.cycles[0])
+        stages = {"compute": float(ev.te[0]), "dma": float(ev.dma[0]), "evict": float(ev.evict[0]),
+                  "fill": float(ev.fill[0])}  # fmt: skip
+        c = self._consts(problem, roles)
+        peak = hw.cores_per_chip * hw.peak_macs_per_cycle(fp32=c.fp32, double_row=c.double_row)
+        notes = [
+            f"{int(ev.n_inst[0])} nc_matmul per core at {ev.ii[0]:g} cycles each "
+            "(nki-nc_matmul.txt, Estimated instruction cost)",
+            "time = fill + max(tensor engine, steady DMA, PSUM eviction): double-buffered blocks (ASSUMPTION)",
+        ]
+        if any(len(problem.inputs[i].dims) and not all(d.is_plain() for d in problem.inputs[i].dims) for i in (0, 1)):
+            notes.append("convolution priced as im2col GEMM (no NKI conv primitive; ASSUMPTION)")
+        return CostReport(
+            cycles=cycles,
+            clock_hz=hw.te_clock_hz,
+            bound=max(stages, key=lambda k: stages[k]),
+            utilization=min(1.0, problem.macs / (peak * cycles)) if cycles > 0 else 0.0,
+            bytes={"hbm": float(ev.hbm_chip[0]), "sbuf": float(ev.sbuf_bytes[0]), "psum": float(ev.psum_bytes[0])},
+            breakdown=stages,
+            lower_bound_cycles=lb.cycles,
+            offchip_bytes=float(ev.hbm_chip[0]),
+            footprint_bytes=float(ev.footprint[0]),
+            notes=tuple(notes),
+        )
+
+    def lower_bound(self, problem: Problem) -> LowerBound:
+        names = [dtypes.canonical_dtype(o.dtype) for o in problem.inputs]
+        c = ProblemConsts(0, 0, 0, "f32" in names, double_row(problem, self.hardware), 0, 0, float(problem.macs), True)
+        comp, mem = lower_bound_cycles(self.hardware, c, problem.min_bytes)
+        why = "compute" if comp >= mem else "HBM bandwidth"
+        return LowerBound(
+            cycles=max(comp, mem),
+            compute_cycles=comp,
+            memory_cycles=mem,
+            reason=f"{why}: {self.hardware.cores_per_chip} cores x peak MAC/cycle, {self.hardware.hbm_bytes_per_s:g} "
+            "B/s HBM on every operand read once",
+        )
+
+    # ---- guidance and display -------------------------------------------------------------
+    def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
+        space = self.space(problem)
+        if self.supports(problem):
+            return [{p.name: p.choices[0] for p in space.params}]
+        return warm_points(problem, space, self.score_batch)
+
+    def render(self, problem: Problem, mapping: Mapping) -> str:
+        return render_mapping(problem, self.hardware, self.name, mapping)
+
+
+def make_target(preset: str, overrides: dict[str, Any]) -> TrainiumTarget:
+    """Build a Trainium target from a preset name and per-request overrides."""
+    return TrainiumTarget(preset, load_preset(preset, TrainiumHardware, overrides))

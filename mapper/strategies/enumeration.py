@@ -1,0 +1,75 @@
+"""Exact enumeration: every point of the space scored with the target's vectorised model."""
+
+from __future__ import annotations
+
+from costmodels.protocol import SearchSpace, Target
+from mapper.enumerate import enumerate_space
+from mapper.planning import Probe
+from mapper.report import Found
+from mapper.result import TrialCounts, ViolationCount
+from mapper.settings import SearchSettings
+from mapper.strategies.base import Strategy
+from mapper.watch import Watch
+from workload.problem import Problem
+
+
+class Enumeration(Strategy):
+    """Score the whole space in chunks: optimal when it completes within the budget.
+
+    `probe`: the rate probe that scored the first chunk already (its state is carried on).
+    """
+
+    name = "exhaustive"
+
+    def __init__(self, probe: Probe | None = None) -> None:
+        self.probe = probe
+
+    def run(
+        self,
+        problem: Problem,
+        target: Target,
+        space: SearchSpace,
+        settings: SearchSettings,
+        *,
+        deadline: float,
+        watch: Watch | None = None,
+    ) -> Found:
+        if self.probe is None:
+            e = enumerate_space(
+                target, problem, space, settings.objectives, chunk=settings.chunk, deadline=deadline, watch=watch
+            )
+        else:  # the probe scored the first chunk already
+            e = enumerate_space(
+                target, problem, space, settings.objectives, deadline=deadline,
+                plan=self.probe.plan, state=self.probe.state, first_block=self.probe.blocks, watch=watch,
+            )  # fmt: skip
+        cancelled = not e.complete and watch is not None and watch.cancelled()
+        counts = TrialCounts(
+            trials=0,
+            complete=0,
+            infeasible=0,
+            points_scored=e.scored,
+            feasible_points=e.feasible,
+            top_violations=_sample_violations(problem, target, space) if e.feasible == 0 else (),
+        )
+        return Found(
+            strategy=self.name,
+            point=e.best,
+            values=e.best_values,
+            proven_optimal=e.complete,
+            stop_reason="enumerated" if e.complete else ("cancelled" if cancelled else "seconds"),
+            trace=e.trace,
+            trace_points=e.trace_points,
+            counts=counts,
+            front=e.front,
+            notes=[]
+            if e.complete
+            else [f"{'cancelled' if cancelled else 'time budget ran out'} after {e.scored} of {space.size} points"],
+        )
+
+
+def _sample_violations(problem: Problem, target: Target, space: SearchSpace) -> tuple[ViolationCount, ...]:
+    """Why an all-infeasible space is infeasible: the violations of its first point."""
+    first = {p.name: p.choices[0] for p in space.params}
+    found = target.check(problem, target.mapping(problem, first))
+    return tuple(ViolationCount(code=v.code, count=space.size, message=v.message) for v in found)

@@ -1,0 +1,131 @@
+"""The Optuna objective: one trial = one structural choice, its sub-space scored with numpy.
+
+Optuna suggests the structural parameters; every combination of the inner parameters is then
+scored at once with `Target.score_codes` (as choice indices) and the trial reports the best of them. A sub-space
+with no feasible point makes the trial infeasible: the constraints its first point violates
+(from `Target.check`, which explains what is wrong) are set with ``trial.set_constraint`` and
+listed in the trial's user attributes, so the study's history says what was ruled out and why.
+Repeated structural choices are answered from a memo without scoring again.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import optuna
+
+from costmodels.protocol import Choice, SearchSpace, Target
+from mapper.enumerate import point_at, subspace_codes
+from mapper.strategies.encoding import CONSTRAINT_PREFIX, Encoding
+from workload.problem import Problem
+
+#: value an infeasible trial reports (Optuna ranks it behind every feasible trial via its constraints anyway)
+PENALTY = 1e30
+
+
+@dataclass
+class Outcome:
+    """The best point of one structural choice (None when its sub-space has no feasible point)."""
+
+    point: dict[str, Choice] | None
+    values: tuple[float, ...] | None
+    violations: tuple[tuple[str, str], ...] = ()  # (code, message)
+
+
+@dataclass
+class Evaluator:
+    """Callable Optuna objective that also keeps the search's history."""
+
+    target: Target
+    problem: Problem
+    space: SearchSpace
+    objectives: tuple[str, ...]
+    encoding: Encoding
+    inner: tuple[str, ...]
+    memo: dict[tuple[Choice, ...], Outcome] = field(default_factory=dict)
+    trace: list[float | None] = field(default_factory=list)
+    trace_points: list[int] = field(default_factory=list)  # points scored after each trial
+    improved_at: int = 0  # trials done when the best last improved
+    improved_time: float = field(default_factory=time.perf_counter)
+    best_point: dict[str, Choice] | None = None
+    best_values: tuple[float, ...] | None = None
+    violations: Counter[str] = field(default_factory=Counter)
+    messages: dict[str, str] = field(default_factory=dict)
+    scored: int = 0
+    duplicates: int = 0
+    infeasible: int = 0
+    _pattern: dict[str, np.ndarray] | None = None
+
+    def __call__(self, trial: optuna.Trial) -> float | tuple[float, ...]:
+        fixed = self.encoding.suggest(trial)
+        key = tuple(fixed[p.name] for p in self.encoding.params)
+        outcome = self.memo.get(key)
+        if outcome is None:
+            outcome = self._score(fixed)
+            self.memo[key] = outcome
+        else:
+            self.duplicates += 1
+        if outcome.point is None or outcome.values is None:
+            self.infeasible += 1
+            codes = sorted({c for c, _ in outcome.violations})
+            for code in codes:
+                self.violations[code] += 1
+                trial.set_constraint(CONSTRAINT_PREFIX + code, 1.0)
+            for code, msg in outcome.violations:
+                self.messages.setdefault(code, msg)
+            trial.set_user_attr("violations", codes)
+            self._record()
+            return PENALTY if len(self.objectives) == 1 else tuple(PENALTY for _ in self.objectives)
+        trial.set_user_attr("point", outcome.point)
+        if self.best_values is None or outcome.values[0] < self.best_values[0]:
+            self.best_point, self.best_values = outcome.point, outcome.values
+            self.improved_at, self.improved_time = len(self.trace) + 1, time.perf_counter()
+        self._record()
+        return outcome.values[0] if len(self.objectives) == 1 else outcome.values
+
+    def _record(self) -> None:
+        self.trace.append(None if self.best_values is None else self.best_values[0])
+        self.trace_points.append(self.scored)
+
+    def _codes(self, fixed: dict[str, Choice]) -> dict[str, np.ndarray]:
+        """The sub-space of a structural choice as code columns: the inner pattern (built once) beside constants."""
+        if self._pattern is None:
+            cols = subspace_codes(self.space, {p.name: 0 for p in self.space.params}, self.inner)
+            self._pattern = {k: v for k, v in cols.items() if k in self.inner}
+            for v in self._pattern.values():
+                v.flags.writeable = False  # shared by every trial: a scorer must not write into it
+        n = len(next(iter(self._pattern.values()))) if self._pattern else 1
+        out: dict[str, np.ndarray] = {}
+        for p in self.space.params:
+            col = self._pattern.get(p.name)
+            if col is None:
+                col = np.broadcast_to(np.intp(p.choices.index(fixed[p.name])), (n,))  # read-only, no copy
+            out[p.name] = col
+        return out
+
+    def _score(self, fixed: dict[str, Choice]) -> Outcome:
+        codes = self._codes(fixed)
+        score = self.target.score_codes(self.problem, codes)
+        feas = np.asarray(score.feasible, dtype=bool)
+        self.scored += feas.size
+        if not feas.any():
+            first = point_at(self.space, codes, 0)
+            found = self.target.check(self.problem, self.target.mapping(self.problem, first))
+            pairs = tuple((v.code, v.message) for v in found) or (("infeasible", "the scorer rejected every point"),)
+            return Outcome(None, None, pairs)
+        vals = np.stack([np.asarray(score.objectives[o], dtype=np.float64) for o in self.objectives], axis=1)
+        vals[~feas] = np.inf
+        i = int(np.argmin(vals[:, 0]))  # ties keep the first point: deterministic
+        values = tuple(float(x) for x in vals[i])
+        if not all(math.isfinite(x) for x in values):
+            return Outcome(None, None, (("non-finite", "the model returned a non-finite cost"),))
+        return Outcome(point_at(self.space, codes, i), values)
+
+    @property
+    def structural_exhausted(self) -> bool:
+        """True once every structural choice has been scored."""
+        return len(self.memo) >= self.encoding.size

@@ -1,0 +1,167 @@
+"""Optuna studies: Optuna picks the structural choices, numpy scores each trial's sub-space.
+
+One in-memory study per request (logging at WARNING, nothing persisted per trial), with the
+sampler named by the strategy (`mapper.strategies.samplers.SAMPLERS`), warm starts enqueued
+first and a `StopRule` checked after every trial.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+
+import optuna
+
+from costmodels.protocol import Choice, SearchSpace, Target
+from mapper.planning import DEFAULT_INNER, Probe
+from mapper.report import Found
+from mapper.result import TrialCounts, ViolationCount
+from mapper.settings import SearchSettings, StopReason
+from mapper.strategies.base import Strategy
+from mapper.strategies.encoding import Encoding, split_params
+from mapper.strategies.objective import Evaluator
+from mapper.strategies.samplers import SAMPLERS, make_sampler
+from mapper.watch import Watch
+from workload.problem import Problem
+
+
+@dataclass
+class StopRule:
+    """Why a study should stop now, checked after every trial (None: go on).
+
+    In order: every structural choice scored (``space-exhausted``: each came with its whole
+    sub-space, so the best is optimal); the best single-objective latency at the roofline bound
+    (``lower-bound``: nothing can be faster); `patience` trials or `patience_seconds` without any
+    improvement of the best (``converged``: a heuristic stop, never reported as optimal). The
+    trial and time budgets are Optuna's own limits.
+    """
+
+    problem: Problem
+    target: Target
+    settings: SearchSettings
+    bound_seconds: float | None = None
+
+    def __call__(self, ev: Evaluator) -> StopReason | None:
+        s = self.settings
+        if ev.structural_exhausted:
+            return "space-exhausted"
+        if ev.best_point is None or ev.best_values is None or s.multi_objective:
+            return None
+        if s.objectives == ("latency",):
+            if self.bound_seconds is None:
+                clock = self.target.cost(self.problem, self.target.mapping(self.problem, ev.best_point)).clock_hz
+                self.bound_seconds = self.target.lower_bound(self.problem).cycles / clock
+            if ev.best_values[0] <= self.bound_seconds * (1 + 1e-9):
+                return "lower-bound"
+        if s.patience and len(ev.trace) - ev.improved_at >= s.patience:
+            return "converged"
+        if s.patience_seconds and time.perf_counter() - ev.improved_time >= s.patience_seconds:
+            return "converged"
+        return None
+
+
+class OptunaStudy(Strategy):
+    """One Optuna study with the sampler `name` (a key of `SAMPLERS`).
+
+    `inner_points`: the sub-space each trial scores (None: the settings' or the default);
+    `probe`: the rate probe that ran before, whose points the counts include.
+    """
+
+    def __init__(self, name: str, inner_points: int | None = None, probe: Probe | None = None) -> None:
+        if name not in SAMPLERS:
+            raise ValueError(f"no Optuna sampler for strategy {name!r}")
+        self.name = name
+        self.inner_points = inner_points
+        self.probe = probe
+
+    def run(
+        self,
+        problem: Problem,
+        target: Target,
+        space: SearchSpace,
+        settings: SearchSettings,
+        *,
+        deadline: float,
+        watch: Watch | None = None,
+    ) -> Found:
+        """One Optuna study in memory: Optuna picks the structure, numpy scores each sub-space.
+
+        Stops at the first of: every structural choice scored (``space-exhausted``, optimal), a
+        mapping at the roofline bound (``lower-bound``, optimal), `patience` trials or
+        `patience_seconds` without improvement (``converged``), the trial or time budget.
+        """
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        n_obj = len(settings.objectives)
+        inner_points = self.inner_points
+        if inner_points is None:
+            inner_points = settings.inner_points if settings.inner_points is not None else DEFAULT_INNER
+        structural, inner = split_params(space, 0 if settings.multi_objective else inner_points)
+        encoding = Encoding.of(structural, all_index=self.name == "cmaes")
+        study = optuna.create_study(
+            storage=optuna.storages.InMemoryStorage(),
+            sampler=make_sampler(self.name, settings.seed, n_obj),
+            directions=["minimize"] * n_obj,
+        )
+        notes: list[str] = []
+        if settings.warm_start:
+            for i, warm in enumerate(target.warm_starts(problem)):
+                params = encoding.encode(warm) if _in_space(space, warm) else None
+                if params is None:
+                    notes.append(f"warm start {i} is not a point of the space: skipped")
+                    continue
+                study.enqueue_trial(params, user_attrs={"warm_start": i}, skip_if_exists=True)
+        ev = Evaluator(target, problem, space, settings.objectives, encoding, tuple(p.name for p in inner))
+        rule = StopRule(problem, target, settings)
+        stopped: list[StopReason] = []
+
+        def callback(study: optuna.Study, _trial: optuna.trial.FrozenTrial) -> None:
+            if watch is not None:
+                watch.report(len(ev.trace), settings.max_trials, ev.trace[-1] if ev.trace else None)
+            reason: StopReason | None = "cancelled" if watch is not None and watch.cancelled() else rule(ev)
+            if reason is not None:
+                stopped.append(reason)
+                study.stop()
+
+        timeout = max(0.0, deadline - time.perf_counter())
+        with warnings.catch_warnings():
+            # CMA-ES ignores constraints; they are still recorded so the history explains what was ruled out
+            warnings.filterwarnings("ignore", message="Constraints have been set, but CmaEsSampler")
+            study.optimize(ev, n_trials=settings.max_trials, timeout=timeout, callbacks=[callback])
+        n_trials = len(study.trials)
+        reason: StopReason = stopped[0] if stopped else ("trials" if n_trials >= settings.max_trials else "seconds")
+        front: list[tuple[dict[str, Choice], tuple[float, ...]]] = []
+        point, values = ev.best_point, ev.best_values
+        if settings.multi_objective:
+            seen: set[str] = set()
+            for t in study.best_trials:
+                p = t.user_attrs.get("point")
+                if p is not None and repr(sorted(p.items())) not in seen:
+                    seen.add(repr(sorted(p.items())))
+                    front.append((p, tuple(float(v) for v in t.values)))
+            front.sort(key=lambda c: c[1])
+            if front:
+                point, values = front[0]
+        top = tuple(
+            ViolationCount(code=c, count=n, message=ev.messages.get(c, "")) for c, n in ev.violations.most_common(5)
+        )
+        probed = self.probe.state.scored + 1 if self.probe else 0  # the rate probe's points count too
+        counts = TrialCounts(
+            trials=n_trials,
+            complete=n_trials - ev.infeasible,
+            infeasible=ev.infeasible,
+            duplicates=ev.duplicates,
+            points_scored=ev.scored + probed,
+            top_violations=top,
+        )
+        proven = reason in ("space-exhausted", "lower-bound") and not settings.multi_objective
+        if reason == "space-exhausted" and settings.multi_objective:
+            notes.append("every point was scored: the front is the exact Pareto front")
+            proven = True
+        if reason == "converged":
+            notes.append(f"no improvement over the last {len(ev.trace) - ev.improved_at} trials: stopped (not a proof)")
+        return Found(self.name, point, values, proven, reason, ev.trace, counts, front, notes, ev.trace_points)
+
+
+def _in_space(space: SearchSpace, point: dict[str, Choice]) -> bool:
+    return all(p.name in point and point[p.name] in p.choices for p in space.params)

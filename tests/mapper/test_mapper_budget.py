@@ -1,0 +1,144 @@
+"""How the mapper spends its time: the rate probe, auto's choice, sub-space sizing and the convergence stop.
+
+Run against `FakeMatmulTarget` variants whose scoring speed is controlled (a sleep per call and per
+point), so the measured rate, and what the mapper decides from it, is known in advance.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import optuna
+
+from costmodels.protocol import BatchScore, Param, SearchSpace
+from mapper.enumerate import ChunkPlan, Enumeration
+from mapper.planning import MAX_INNER, MIN_INNER, Probe, inner_size, resolve_strategy
+from mapper.search import tune
+from mapper.settings import SearchSettings
+from mapper.strategies import split_params
+from tests.mapper.fake_target import FakeMatmulTarget, matmul
+from workload.problem import Problem
+
+P = matmul(1024, 512, 2048)  # 896 points
+BIG = matmul(4096, 4096, 4096)  # 2 x 8 x 8 x 8 = 1024 points
+
+
+class TimedTarget(FakeMatmulTarget):
+    """Scores at a set speed: `overhead` seconds per call plus `per_point` seconds per point."""
+
+    def __init__(self, overhead: float = 0.0, per_point: float = 0.0, **kw: object) -> None:
+        super().__init__(**kw)  # type: ignore[arg-type]
+        self.overhead, self.per_point, self.points = overhead, per_point, 0
+
+    def score_batch(self, problem: Problem, columns: dict[str, np.ndarray]) -> BatchScore:
+        n = len(next(iter(columns.values())))
+        self.points += n
+        time.sleep(self.overhead + n * self.per_point)
+        return super().score_batch(problem, columns)
+
+
+def a_probe(rate: float, overhead: float) -> Probe:
+    space = FakeMatmulTarget().space(P)
+    return Probe(ChunkPlan(space, 64), Enumeration(), 1, overhead, rate)
+
+
+def test_inner_size_follows_the_measured_rate() -> None:
+    s = SearchSettings(trial_seconds=0.004)
+    for rate in (2e5, 1e6, 3e6):
+        n = inner_size(s, a_probe(rate, 0.0))
+        assert n & (n - 1) == 0 and rate * 0.004 / 2 < n <= rate * 0.004  # a power of two, rounded down
+    # a slow call makes the sub-space larger, so the call's overhead is at most half the trial
+    assert inner_size(s, a_probe(1e6, 0.02)) > 4 * inner_size(s, a_probe(1e6, 0.0))
+    assert inner_size(s, a_probe(10.0, 0.0)) == MIN_INNER and inner_size(s, a_probe(1e12, 0.0)) == MAX_INNER
+    assert inner_size(SearchSettings(inner_points=100), a_probe(1e6, 0.0)) == 100  # an explicit size wins
+
+
+def test_auto_enumerates_when_the_measured_cost_fits_and_reuses_the_probe() -> None:
+    t = TimedTarget(per_point=1e-6)  # 1024 points: 1 ms to enumerate
+    r = tune(BIG, t, SearchSettings(probe_points=256, chunk=512), validate=False)
+    assert r.strategy == "exhaustive" and r.proven_optimal and r.stop_reason == "enumerated"
+    space = t.space(BIG).size
+    assert r.counts.points_scored == space and t.points == space + 2  # the probe's chunk is not scored again;
+    # only its two single-point timing calls are extra
+
+
+def test_auto_searches_when_the_space_exceeds_the_enumeration_limit() -> None:
+    t = TimedTarget(per_point=1e-4)  # slow enough that each trial's sub-space stays small
+    s = SearchSettings(probe_points=64, enumerate_limit=512, max_trials=5, patience=0)  # the space has 1024 points
+    plan = resolve_strategy(s, t.space(BIG), BIG, t)
+    assert plan.strategy == "tpe" and plan.probe is not None
+    r = tune(BIG, t, s, validate=False)
+    assert r.strategy == "tpe" and r.counts.trials == 5 and not r.proven_optimal and r.inner_points >= MIN_INNER
+
+
+def test_auto_choice_does_not_depend_on_the_machine_speed() -> None:
+    """A slow scorer (a busy machine) takes the same path as a fast one while the budget allows."""
+    fast = resolve_strategy(
+        SearchSettings(probe_points=64), TimedTarget(per_point=1e-6).space(BIG), BIG, TimedTarget(per_point=1e-6)
+    )
+    slow = resolve_strategy(
+        SearchSettings(probe_points=64), TimedTarget(per_point=1e-3).space(BIG), BIG, TimedTarget(per_point=1e-3)
+    )
+    assert fast.strategy == slow.strategy == "exhaustive"
+
+
+def test_auto_does_not_enumerate_past_the_time_budget() -> None:
+    t = TimedTarget(per_point=1e-3)  # 1024 points: about 1 s to enumerate, over the 0.2 s budget
+    plan = resolve_strategy(SearchSettings(probe_points=64, max_seconds=0.2), t.space(BIG), BIG, t)
+    assert plan.strategy == "tpe"
+    assert 0.3 < plan.probe.enumerate_seconds() < 3  # (1024 - 64) points at 1 ms each, give or take load
+
+
+def test_convergence_stop_has_its_own_reason_and_is_not_a_proof() -> None:
+    s = SearchSettings(strategy="random", inner_points=0, max_trials=500, patience=15, seed=3)
+    r = tune(BIG, FakeMatmulTarget(), s, validate=False)
+    assert r.stop_reason == "converged" and not r.proven_optimal and r.counts.trials < 500
+    improving, tail = r.trace[-16], r.trace[-15:]
+    assert set(tail) == {improving} and r.trace[-17] != improving  # the last improvement, then 15 trials without
+    assert any("no improvement" in n for n in r.notes)
+    off = tune(BIG, FakeMatmulTarget(), s.model_copy(update={"patience": 0, "max_trials": 60}), validate=False)
+    assert off.stop_reason == "trials" and off.counts.trials == 60
+
+
+def test_convergence_over_a_time_window() -> None:
+    t = TimedTarget(overhead=0.01)
+    s = SearchSettings(strategy="random", inner_points=0, max_trials=10_000, patience=0, patience_seconds=0.15)
+    r = tune(BIG, t, s, validate=False)
+    assert r.stop_reason == "converged" and r.seconds < 5 and not r.proven_optimal
+
+
+def test_exhausting_the_structure_is_a_proof_before_patience() -> None:
+    s = SearchSettings(strategy="tpe", inner_points=1000, max_trials=200, patience=50)
+    r = tune(P, FakeMatmulTarget(), s, validate=False)
+    assert r.stop_reason == "space-exhausted" and r.proven_optimal and r.counts.trials <= 2 + r.counts.duplicates
+
+
+def test_trace_points_count_the_work_behind_each_trial() -> None:
+    r = tune(P, FakeMatmulTarget(), SearchSettings(strategy="tpe", inner_points=64, max_trials=10), validate=False)
+    assert len(r.trace_points) == len(r.trace) == r.counts.trials
+    steps = np.diff([0, *r.trace_points])
+    assert set(steps) <= {0, r.inner_points} or set(steps) <= {0, *range(1, 65)}
+    assert r.trace_points[-1] <= r.counts.points_scored
+
+
+def test_optuna_stays_quiet() -> None:
+    optuna.logging.set_verbosity(optuna.logging.INFO)
+    tune(P, FakeMatmulTarget(), SearchSettings(strategy="tpe", inner_points=0, max_trials=5), validate=False)
+    assert optuna.logging.get_verbosity() == optuna.logging.WARNING
+
+
+def test_split_takes_categoricals_only_once_every_ordinal_fits() -> None:
+    space = SearchSpace(
+        params=(
+            Param(name="layout", choices=("a", "b", "c")),
+            Param(name="t", choices=(128, 64, 32)),  # decreasing sizes are ordinal too
+            Param(name="u", choices=(1, 2, 4, 8)),
+            Param(name="o", choices=("x", "y")),
+        )
+    )
+    names = lambda params: {p.name for p in params}  # noqa: E731
+    assert names(split_params(space, 8)[1]) == {"u"}  # t does not fit: categoricals stay structural
+    assert names(split_params(space, 12)[1]) == {"t", "u"}
+    structural, inner = split_params(space, 1000)
+    assert names(inner) == {"t", "u", "layout"} and names(structural) == {"o"}  # one stays structural
