@@ -90,6 +90,13 @@ class ResultCache:
             study.set_user_attr(RESULT_ATTR, result.model_dump_json())
 
 
+def answers(hit: TuneResult | None, validate: bool) -> bool:
+    """Whether a cached result answers a request: the key leaves out `validate`, so a result stored by a
+    request that skipped validation does not answer one that asks for it (that one searches and stores
+    again, validated)."""
+    return hit is not None and not (validate and hit.mapping is not None and hit.validation is None)
+
+
 def default_factory(preset: str, overrides: dict[str, Any] | None = None) -> Target:
     """`costmodels.registry.get_target` (imported late so the mapper loads without every family)."""
     from costmodels.registry import get_target
@@ -127,7 +134,8 @@ def tune_cached(
     cache_ = ResultCache(storage)
     key = cache_key(problem, target.name, overrides, cost_model_version(target), settings)
     hit = cache_.get(key)
-    if hit is not None:
+    if answers(hit, validate):
+        assert hit is not None
         return hit.model_copy(update={"cached": True})
     result = tune(problem, target, settings, overrides=overrides, validate=validate, progress=progress)
     if result.stop_reason != "cancelled":  # a cancelled search is not the answer to the request

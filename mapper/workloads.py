@@ -15,7 +15,7 @@ from optuna.storages import BaseStorage
 from pydantic import BaseModel, ConfigDict, Field
 
 from costmodels.protocol import Target
-from mapper.cache import ResultCache, TargetFactory, resolve_factory
+from mapper.cache import ResultCache, TargetFactory, answers, resolve_factory
 from mapper.keys import cache_key, cost_model_version, problem_hash
 from mapper.result import TuneResult
 from mapper.search import tune
@@ -108,7 +108,8 @@ def tune_layers(
     todo: list[tuple[str, Problem]] = []
     for h, i in first.items():
         hit = cache_.get(cache_key(problems[i], target.name, overrides, version, settings))
-        if hit is not None:
+        if answers(hit, validate):
+            assert hit is not None
             results[h] = hit.model_copy(update={"cached": True})
         else:
             todo.append((h, problems[i]))

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from app.jobs.models import ResultKind, TuningRequest
 from costmodels.registry import get_target
-from mapper.cache import ResultCache, tune_cached
+from mapper.cache import ResultCache, answers, tune_cached
 from mapper.keys import cache_key, cost_model_version, problem_hash
 from mapper.result import TuneResult
 from mapper.search import check_request
@@ -111,7 +111,7 @@ def cached_result(prep: Prepared, storage: str) -> str | None:
             continue
         target = get_target(name, prep.overrides)
         hit = cache.get(cache_key(prep.problems[0], name, prep.overrides, cost_model_version(target), prep.settings))
-        if hit is None:
+        if not answers(hit, prep.request.validate_result) or hit is None:
             return None
         rows.append(ComparisonRow(target=name, result=hit.model_copy(update={"cached": True})))
     if prep.kind == "tune":

@@ -131,3 +131,17 @@ def test_workload_layers_are_deduplicated_spread_and_cached() -> None:
     again = tune_layers(layers, "fake", FAST, storage=store, workers=2, factory=fake_target, validate=False)
     assert again.searched == 0 and all(lay.cached for lay in again.layers)
     assert [lay.value for lay in again.layers] == [lay.value for lay in w.layers]
+
+
+def test_a_result_stored_without_validation_does_not_answer_a_validating_request() -> None:
+    store = optuna.storages.InMemoryStorage()
+    p = matmul(128, 128, 256)
+    bare = tune_cached(p, "fake", FAST, storage=store, factory=fake_target, validate=False)
+    assert bare.validation is None
+    checked = tune_cached(p, "fake", FAST, storage=store, factory=fake_target, validate=True)
+    assert not checked.cached and checked.validation is not None and checked.validation_passed
+    again = tune_cached(p, "fake", FAST, storage=store, factory=fake_target, validate=False)
+    assert again.cached and again.validation is not None  # the validated result now answers both
+    w = tune_layers([matmul(64, 64, 64)], "fake", FAST, storage=store, factory=fake_target, validate=False)
+    w2 = tune_layers([matmul(64, 64, 64)], "fake", FAST, storage=store, factory=fake_target, validate=True)
+    assert w.searched == 1 and w2.searched == 1 and all(r.validation is not None for r in w2.results.values())
