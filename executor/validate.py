@@ -215,7 +215,8 @@ def validate(
     not_emulated = fidelity_mod.unsupported(problem, mapping)
     method: Literal["full", "proxy"] = "full"
     run_problem, run_mapping_ = problem, mapping
-    cap = memory_cap_bytes
+    # each extra operand set of an emulated fidelity (HiFi3 has two) holds its own padded operands
+    cap = memory_cap_bytes if not_emulated else memory_cap_bytes // fidelity_mod.operand_sets(mapping)
     if proxy_mod.estimate_bytes(problem, mapping) > cap:
         # aim below the cap: the estimate can miss temporaries of unusual nests by a few percent
         run_problem, run_mapping_, more = proxy_mod.shrink(problem, mapping, int(cap * PROXY_TARGET))
@@ -230,14 +231,18 @@ def validate(
                 "or validate a smaller instance of the problem"
             )
     inputs = random_inputs(run_problem, np.random.default_rng(seed))
-    operand_sets = [inputs]
-    result = run_mapping(run_problem, run_mapping_, inputs)
+    phases = None if not_emulated else fidelity_mod.plan(run_problem, run_mapping_, inputs)
+    operand_sets = [list(pair) for pair in phases.pairs] if phases is not None else [inputs]
+    result = run_mapping(run_problem, run_mapping_, inputs)  # emulates the same fidelity phases
     ref = _reference(run_problem, operand_sets)
     abs_sum = _abs_sum(run_problem, operand_sets)
     fields = compare(run_problem, result, ref, abs_sum, mapping.acc_dtype)
     narrow = narrower_accumulator(problem, mapping.acc_dtype)
     declared = compare(run_problem, result, ref, abs_sum) if narrow else None
-    if not_emulated:
+    if phases is not None:
+        fields["tolerance_reason"] = f"{fields['tolerance_reason']}; {phases.describe()}"
+        notes.append(phases.describe())
+    elif not_emulated:
         notes.append(f"not checked: {not_emulated}")
     status, reason = verdict(problem, mapping, fields, coverage, not_emulated, declared)
     if method == "proxy":
