@@ -140,12 +140,12 @@ def plan(problem: Problem, mapping: Mapping, inputs: list[np.ndarray]) -> Plan |
     if fid is None:
         return None
     phases = range(PHASES[fid])
+    if len(phases) == 4:  # for bf16 the four phases consume every bit: a*b exactly
+        return Plan(fid, (tuple(inputs),), exact=True)
     ia = srca_index(problem)
     ib = 1 - ia
     a = np.asarray(inputs[ia]).astype(np.float32)
     b = np.asarray(inputs[ib]).astype(np.float32)
-    if len(phases) == 4:  # for bf16 the four phases consume every bit: a*b exactly
-        return Plan(fid, (tuple(inputs),), exact=True)
     # group the phases by the SrcB part they use; within a group the SrcA parts add up exactly
     pairs: list[tuple[np.ndarray, ...]] = []
     for b_phase, a_phases in ((0, [p for p in phases if p in (0, 1)]), (2, [p for p in phases if p in (2, 3)])):
