@@ -5,7 +5,14 @@ from __future__ import annotations
 import importlib
 import sys
 
-ALL = ("costmodels_overview", "scorer_speed", "executor_speed", "tenstorrent_resnet50", "mapper_quality")
+ALL = (
+    "costmodels_overview",
+    "scorer_speed",
+    "executor_speed",
+    "tenstorrent_resnet50",
+    "mapper_quality",
+    "health_latency",
+)
 
 
 def main(argv: list[str]) -> None:

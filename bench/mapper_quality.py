@@ -142,8 +142,9 @@ def _compare_job(preset: str, problem: Problem, opt: float | None, point: dict[s
     if point is not None:
         t0 = time.perf_counter()
         try:
-            passed: bool | None = bool(validate(problem, target.mapping(problem, point), seed=BUDGET.seed).passed)
-            error = None
+            report = validate(problem, target.mapping(problem, point), seed=BUDGET.seed)
+            passed: bool | None = {"passed": True, "failed": False}.get(report.status)  # None: not checked
+            error = None if passed is not None else report.reason
         except MemoryError:  # the worker's address-space cap (see `_cap_memory`) stopped a runaway validation
             passed, error = None, f"MemoryError above {WORKER_MEMORY >> 30} GiB"
         except Exception as e:  # report the executor's failure, keep benchmarking

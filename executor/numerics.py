@@ -28,6 +28,7 @@ import numpy as np
 
 from workload import dtypes
 from workload.problem import Problem
+from workload.reference import int_output
 
 #: Largest power of two used as the dummy value of a float format (2**60 for bf16/f32):
 #: large enough that a dummy reaching a sum is plainly visible, small enough that a dummy
@@ -125,22 +126,15 @@ def to_output(values: np.ndarray, out_dtype: str) -> np.ndarray:
     """Convert final accumulator values to the output format.
 
     Float outputs round once to nearest even from the float32 (or integer) accumulator. Integer
-    outputs: i32 keeps the wrapped i32 value; i8/i4 saturate (as the reference's `cast_output`);
-    float accumulators round to the nearest integer first.
+    outputs go through the reference's `int_output` (the accumulator has already wrapped to its
+    own width): i32 keeps the value, i8/i4 saturate, float accumulators round to an integer first.
     """
     info = dtypes.info(out_dtype)
     arr = np.asarray(values)
     if not info.is_int:
         with np.errstate(over="ignore", invalid="ignore"):
             return arr.astype(info.numpy)
-    if arr.dtype.kind == "f":
-        limit = float(2**62)
-        arr = np.clip(np.nan_to_num(np.rint(arr), nan=0.0), -limit, limit)
-    ints = arr.astype(np.int64)
-    if info.bits == 32:
-        return ints.astype(np.int32)
-    lo, hi = -(1 << (info.bits - 1)), (1 << (info.bits - 1)) - 1
-    return np.clip(ints, lo, hi).astype(info.numpy)
+    return int_output(arr, out_dtype)
 
 
 def unit_roundoff(name: str) -> float:

@@ -15,6 +15,8 @@ The executor knows nothing about targets; it reads the loop nest:
   end by a sequential cross-core reduction in the accumulator type.
 - **Padding** points of a reduction axis read each operand's fill: zeros for ``z``, the dummy
   garbage of `executor.numerics.dummy_value` for ``#``. A dummy that reaches a result shows.
+- **Math fidelity** (Tenstorrent): the operand bits each fidelity phase multiplies, per
+  `executor.fidelity`; each phase product is exact in float32 and the phases add up in the tile.
 - **Affine dimensions** (sliding windows) are read through a stride-trick view of the padded
   operand with one dimension per axis, so a window costs no copy.
 """
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from costmodels.ir import Mapping
-from executor import numerics
+from executor import fidelity, numerics
 from executor.contract import Labels, contract, ufunc_of
 from workload import dtypes
 from workload.problem import Problem
@@ -153,15 +155,25 @@ def prepare_views(problem: Problem, mapping: Mapping, inputs: list[np.ndarray]) 
 def run_mapping(problem: Problem, mapping: Mapping, inputs: list[np.ndarray]) -> TiledResult:
     """Execute `mapping` on `inputs` (real, unpadded tensors in their storage formats).
 
+    A math fidelity the mapping carries (``knobs["math_fidelity"]``) is emulated when
+    `executor.fidelity` can (bf16 operands): each instruction tile is then the sum of one
+    contraction per pair of operand parts the fidelity phases multiply. Otherwise the products
+    are the exact ones (`executor.validate` reports such a run as not checked).
+
     Returns:
         The output in its storage format (NaN, or 0 for integer formats, where not written) and
         the mask of written output points.
     """
+    operand_sets: list[list[np.ndarray]] = [inputs]
+    if fidelity.unsupported(problem, mapping) is None:
+        phases = fidelity.plan(problem, mapping, inputs)
+        if phases is not None and not phases.exact:
+            operand_sets = [list(pair) for pair in phases.pairs]
     compute = numerics.compute_dtype(problem)
     carried = numerics.acc_numpy(mapping.acc_dtype)
     free = _free_selection(problem, mapping)
     plan = plan_reduction(problem, mapping)
-    views = prepare_views(problem, mapping, inputs)
+    view_sets = [prepare_views(problem, mapping, ops) for ops in operand_sets]
     fills = [
         {
             a: 0.0 if mapping.fill_of(op.name, a) == "zero" else numerics.dummy_value(op.dtype, problem.reduce_op)
@@ -176,22 +188,13 @@ def run_mapping(problem: Problem, mapping: Mapping, inputs: list[np.ndarray]) ->
         base = dict.fromkeys(plan.axes, 0)
         for a, i, (_, _, s) in zip(t_axes, combo, plan.temporal, strict=True):
             base[a] += i * s
-        arrays, labels = [], []
-        for (view, axes), fill in zip(views, fills, strict=True):
-            arr, lab = view, list(axes)
-            for a in plan.axes:
-                if a not in axes:
-                    continue
-                sp, tl = plan.spatial[a], plan.tile[a]
-                idx = (base[a] + sp[:, None] + tl[None, :]).reshape(-1)
-                dim = lab.index(a)
-                arr = _take(arr, dim, idx, fill[a])
-                arr = arr.reshape((*arr.shape[:dim], sp.size, tl.size, *arr.shape[dim + 1 :]))
-                lab[dim : dim + 1] = [f"{a}#s", f"{a}#i"]
-            arrays.append(arr)
-            labels.append(tuple(lab))
-        with np.errstate(over="ignore", invalid="ignore"):
-            part = contract(arrays, labels, out_labels, problem.reduce_op)
+        part: np.ndarray | None = None
+        for views in view_sets:
+            arrays, labels = _gather(plan, views, fills, base)
+            with np.errstate(over="ignore", invalid="ignore"):
+                one = contract(arrays, labels, out_labels, problem.reduce_op)
+            part = one if part is None else part + one
+        assert part is not None
         if compute.kind == "f" and carried.kind == "f":
             part = part.astype(np.float32, copy=False)
         if acc is None:
@@ -202,6 +205,30 @@ def run_mapping(problem: Problem, mapping: Mapping, inputs: list[np.ndarray]) ->
     assert acc is not None
     total = _cross_core(acc, len(plan.axes), problem.reduce_op, mapping.acc_dtype, carried)
     return _write(problem, free, total, plan.steps)
+
+
+def _gather(
+    plan: ReductionPlan,
+    views: list[tuple[np.ndarray, Labels]],
+    fills: list[dict[str, float]],
+    base: dict[str, int],
+) -> tuple[list[np.ndarray], list[Labels]]:
+    """The operands of one temporal step: reduction indices of the tile and spatial partitions at `base`."""
+    arrays, labels = [], []
+    for (view, axes), fill in zip(views, fills, strict=True):
+        arr, lab = view, list(axes)
+        for a in plan.axes:
+            if a not in axes:
+                continue
+            sp, tl = plan.spatial[a], plan.tile[a]
+            idx = (base[a] + sp[:, None] + tl[None, :]).reshape(-1)
+            dim = lab.index(a)
+            arr = _take(arr, dim, idx, fill[a])
+            arr = arr.reshape((*arr.shape[:dim], sp.size, tl.size, *arr.shape[dim + 1 :]))
+            lab[dim : dim + 1] = [f"{a}#s", f"{a}#i"]
+        arrays.append(arr)
+        labels.append(tuple(lab))
+    return arrays, labels
 
 
 def _cross_core(acc: np.ndarray, n_spatial: int, op: str, acc_dtype: str, carried: np.dtype) -> np.ndarray:

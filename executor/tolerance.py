@@ -18,6 +18,12 @@ already in their storage formats), so input rounding cancels out. What remains:
   of the output format (absolute error of results that underflow).
 
 Integer problems must match the reference exactly.
+
+The accumulator is the wider (larger unit roundoff) of the problem's declared one
+(`Problem.acc_dtype`) and the mapping's (`Mapping.acc_dtype`): a mapping that accumulates in bf16
+is judged against a bf16-accumulation bound, and the reason says so. Whether a narrower
+accumulator than the problem declares is acceptable at all is `executor.validate`'s verdict, not
+the tolerance's.
 """
 
 from __future__ import annotations
@@ -50,17 +56,24 @@ def reduction_length(problem: Problem) -> int:
     return math.prod(problem.axes[a] for a in problem.reduction_axes)
 
 
-def derive(problem: Problem) -> tuple[Tolerance, str]:
+def derive(problem: Problem, acc_dtype: str | None = None) -> tuple[Tolerance, str]:
     """The tolerance of `problem` and the reason for it, from its dtypes and reduction length.
 
-    The accumulator is the problem's own (`Problem.acc_dtype`, what the references prescribe),
-    never the mapping's: a mapping that accumulates in a narrower format must fail.
+    Args:
+        problem: the problem; its declared accumulator (`Problem.acc_dtype`) is the default.
+        acc_dtype: the accumulator of the mapping being validated; when it rounds more coarsely
+            than the problem's, the accumulation bound uses it and the reason names both.
     """
     out = problem.output.dtype
     if numerics.is_int_problem(problem) and dtypes.info(out).is_int:
         return Tolerance(atol=0.0, rtol=0.0, exact=True), "integer inputs and output: must match exactly"
     k = reduction_length(problem)
-    u_acc = numerics.unit_roundoff(problem.acc_dtype) or numerics.unit_roundoff("f32")
+    acc = problem.acc_dtype
+    u_acc = numerics.unit_roundoff(acc) or numerics.unit_roundoff("f32")
+    acc_text = f"{acc}, u={u_acc:.3g}"
+    if acc_dtype is not None and numerics.unit_roundoff(acc_dtype) > u_acc:
+        u_acc = numerics.unit_roundoff(acc_dtype)
+        acc_text = f"{acc_dtype}, u={u_acc:.3g}: the mapping accumulates in {acc_dtype}, the problem declares {acc}"
     u_prod = numerics.unit_roundoff("f32") if any(o.dtype == "f32" for o in problem.inputs) else 0.0
     info = dtypes.info(out)
     u_out = 0.0 if info.is_int else numerics.unit_roundoff(out)
@@ -69,13 +82,13 @@ def derive(problem: Problem) -> tuple[Tolerance, str]:
     if problem.reduce_op == "add":
         sum_rtol = SIGMA_FACTOR * math.sqrt(k) * u_acc + u_prod
         reason = (
-            f"{SIGMA_FACTOR:g}*sqrt(K={k})*u_acc({problem.acc_dtype}, u={u_acc:.3g}) of sum|terms|"
+            f"{SIGMA_FACTOR:g}*sqrt(K={k})*u_acc({acc_text}) of sum|terms|"
             f"{' plus f32 product rounding' if u_prod else ' (products exact)'}, plus {out_part}"
         )
         return Tolerance(atol=atol, rtol=u_out, sum_rtol=sum_rtol), reason
     if problem.reduce_op == "mul":
         rtol = k * u_acc + u_prod * k + u_out
-        return Tolerance(atol=atol, rtol=rtol), f"K={k} roundings of a product in {problem.acc_dtype}, plus {out_part}"
+        return Tolerance(atol=atol, rtol=rtol), f"K={k} roundings of a product in {acc_text}, plus {out_part}"
     return (
         Tolerance(atol=atol, rtol=u_prod + u_out),
         f"{problem.reduce_op} selects one product (exact{' but for f32 product rounding' if u_prod else ''}), "

@@ -3,6 +3,17 @@
 `validate` never materialises a problem whose validation would exceed the memory cap: it then
 validates a proxy (`executor.proxy.shrink`) that keeps the mapping's structure with fewer outer
 iterations, and says so in the report.
+
+The verdict is three-valued (`ValidationReport.status`, with its `reason`):
+
+- ``failed``: the mapping does not cover the iteration space exactly once (`coverage_errors`,
+  whether or not the numbers show it: a repeated tile of a max reduction does not), or some
+  output element lies outside the tolerance of the mapping's accumulator (`tolerance.derive`),
+  or the mapping accumulates in a narrower format than the problem declares and some element
+  lies outside the problem's bound (the reason then tells this precision loss from a wrong result);
+- ``not-checked``: the mapping computes in a way the executor does not emulate (a Tenstorrent
+  math fidelity on operands `executor.fidelity` cannot model); the numbers are still reported;
+- ``passed``: none of the above. ``passed`` is True only then.
 """
 
 from __future__ import annotations
@@ -10,14 +21,17 @@ from __future__ import annotations
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from costmodels.ir import Mapping, coverage_errors, flat_mapping
 from costmodels.tenstorrent.halo import HaloConfig
+from executor import fidelity as fidelity_mod
+from executor import numerics
 from executor import proxy as proxy_mod
 from executor.halo_exec import run_sharded_conv
 from executor.tiled import TiledResult, run_mapping
 from executor.tolerance import Tolerance, derive
+from workload import dtypes
 from workload.problem import Problem
 from workload.reference import cast_output, evaluate, random_inputs
 
@@ -36,11 +50,20 @@ HARD_LIMIT_FACTOR = 4
 DEFAULT_CAP_BYTES = 256 * 1024 * 1024
 
 
+Status = Literal["passed", "failed", "not-checked"]
+
+
 class ValidationReport(BaseModel):
-    """Outcome of one validation run."""
+    """Outcome of one validation run.
+
+    `passed` is True only when `status` is ``passed``: a mapping the executor could not check is
+    ``not-checked`` (never passed), and `reason` says why, or what failed, or what was checked.
+    """
 
     model_config = ConfigDict(frozen=True)
     passed: bool
+    status: Status
+    reason: str
     method: Literal["full", "proxy"]
     elements_compared: int
     checked_fraction: float
@@ -53,10 +76,26 @@ class ValidationReport(BaseModel):
     validated_axes: dict[str, int]
     notes: tuple[str, ...] = ()
 
+    @model_validator(mode="after")
+    def _consistent(self) -> ValidationReport:
+        if self.passed != (self.status == "passed"):
+            raise ValueError(f"passed={self.passed} contradicts status {self.status!r}")
+        return self
 
-def compare(problem: Problem, result: TiledResult, ref: np.ndarray, abs_sum: np.ndarray | None) -> dict[str, object]:
-    """Element-wise comparison of a tiled result with the exact reference (`evaluate` output)."""
-    tol, reason = derive(problem)
+
+def compare(
+    problem: Problem,
+    result: TiledResult,
+    ref: np.ndarray,
+    abs_sum: np.ndarray | None,
+    acc_dtype: str | None = None,
+) -> dict[str, object]:
+    """Element-wise comparison of a tiled result with the exact reference (`evaluate` output).
+
+    `acc_dtype` is the mapping's accumulator (`executor.tolerance.derive`); the returned
+    ``within`` is True when every element lies within the tolerance.
+    """
+    tol, reason = derive(problem, acc_dtype)
     expected = cast_output(problem, ref)
     y = result.values.astype(np.float64)
     r = ref.astype(np.float64)
@@ -76,7 +115,7 @@ def compare(problem: Problem, result: TiledResult, ref: np.ndarray, abs_sum: np.
     rel = np.where(np.isnan(rel), np.inf, rel)
     bad = np.argwhere(~ok)
     return {
-        "passed": bool(ok.all()),
+        "within": bool(ok.all()),
         "elements_compared": int(ok.size),
         "max_abs_error": float(err.max()) if err.size else 0.0,
         "max_rel_error": float(rel.max()) if rel.size else 0.0,
@@ -87,11 +126,77 @@ def compare(problem: Problem, result: TiledResult, ref: np.ndarray, abs_sum: np.
     }
 
 
-def _abs_sum(problem: Problem, inputs: list[np.ndarray]) -> np.ndarray | None:
-    """``sum |terms|`` per output element (the scale of add-accumulation rounding)."""
+def _abs_sum(problem: Problem, operand_sets: list[list[np.ndarray]]) -> np.ndarray | None:
+    """``sum |terms|`` per output element (the scale of add-accumulation rounding).
+
+    With several operand sets (fidelity phases) this is the sum over the sets: an upper bound.
+    """
     if problem.reduce_op != "add" or derive(problem)[0].exact:
         return None
-    return evaluate(problem, [np.abs(x.astype(np.float64)) for x in inputs]).astype(np.float64)
+    total: np.ndarray | None = None
+    for ops in operand_sets:
+        one = evaluate(problem, [np.abs(np.asarray(x).astype(np.float64)) for x in ops]).astype(np.float64)
+        total = one if total is None else total + one
+    return total
+
+
+def _reference(problem: Problem, operand_sets: list[list[np.ndarray]]) -> np.ndarray:
+    """The exact result: the sum over the operand sets (one set, the inputs, without fidelity phases)."""
+    total: np.ndarray | None = None
+    for ops in operand_sets:
+        one = evaluate(problem, ops)
+        total = one if total is None else total + one
+    assert total is not None
+    return total
+
+
+def narrower_accumulator(problem: Problem, acc_dtype: str) -> bool:
+    """Does `acc_dtype` keep less than the problem's declared accumulator (`Problem.acc_dtype`)?"""
+    mine, declared = dtypes.info(acc_dtype), dtypes.info(problem.acc_dtype)
+    if declared.is_int:
+        return not mine.is_int or mine.bits < declared.bits
+    if mine.is_int:
+        return False  # not a float format at all: the numbers judge it
+    return bool(numerics.unit_roundoff(acc_dtype) > numerics.unit_roundoff(problem.acc_dtype))
+
+
+def verdict(
+    problem: Problem,
+    mapping: Mapping,
+    fields: dict[str, object],
+    coverage: list[str],
+    not_emulated: str | None,
+    declared: dict[str, object] | None = None,
+) -> tuple[Status, str]:
+    """(status, reason) of a run: coverage, then emulation, then the numbers.
+
+    `fields` compare against the mapping's accumulator bound; `declared`, given when the mapping
+    accumulates in a narrower format than the problem declares, against the problem's bound.
+    Such a mapping passes only within both: within its own bound it computes what it claims,
+    within the problem's it also meets the problem's declared precision (an f16 row product
+    rounding to an f16 output does; a bf16 accumulator over a long f32-output reduction does not).
+    """
+    n, bad = int(fields["elements_compared"]), int(fields["failing_elements"])  # type: ignore[call-overload]
+    numbers = (
+        f"all {n} compared elements within the tolerance"
+        if fields["within"]
+        else f"{bad} of {n} compared elements outside the tolerance (first at {fields['first_failing_index']})"
+    )
+    if coverage:
+        return "failed", "coverage: " + "; ".join(coverage) + f" ({numbers})"
+    if not_emulated:
+        return "not-checked", f"not checked: {not_emulated} ({numbers} with exact products)"
+    if not fields["within"]:
+        return "failed", numbers
+    if declared is not None:
+        acc, mine = problem.acc_dtype, mapping.acc_dtype
+        text = f"the mapping accumulates in {mine}, the problem declares {acc}: {numbers} of the {mine}-accumulation"
+        if not declared["within"]:
+            return "failed", (
+                f"{text} bound, but {declared['failing_elements']} outside the problem's {acc}-accumulation bound"
+            )
+        return "passed", f"{text} bound and of the problem's {acc}-accumulation bound"
+    return "passed", numbers
 
 
 def validate(
@@ -105,16 +210,20 @@ def validate(
         seed: seed of the random inputs.
         memory_cap_bytes: above this estimated peak, a structure-keeping proxy is validated.
     """
-    notes = [f"coverage: {e.message}" for e in coverage_errors(problem, mapping)]
+    coverage = [e.message for e in coverage_errors(problem, mapping)]
+    notes = [f"coverage: {m}" for m in coverage]
+    not_emulated = fidelity_mod.unsupported(problem, mapping)
     method: Literal["full", "proxy"] = "full"
     run_problem, run_mapping_ = problem, mapping
-    if proxy_mod.estimate_bytes(problem, mapping) > memory_cap_bytes:
+    # each extra operand set of an emulated fidelity (HiFi3 has two) holds its own padded operands
+    cap = memory_cap_bytes if not_emulated else memory_cap_bytes // fidelity_mod.operand_sets(mapping)
+    if proxy_mod.estimate_bytes(problem, mapping) > cap:
         # aim below the cap: the estimate can miss temporaries of unusual nests by a few percent
-        run_problem, run_mapping_, more = proxy_mod.shrink(problem, mapping, int(memory_cap_bytes * PROXY_TARGET))
+        run_problem, run_mapping_, more = proxy_mod.shrink(problem, mapping, int(cap * PROXY_TARGET))
         notes += more
         method = "proxy"
         need = proxy_mod.estimate_bytes(run_problem, run_mapping_)
-        if need > HARD_LIMIT_FACTOR * memory_cap_bytes:
+        if need > HARD_LIMIT_FACTOR * cap:
             raise ValidationTooLarge(
                 f"even the smallest proxy of this mapping needs about "
                 f"{need / 2**20:,.0f} MiB to validate, over "
@@ -122,11 +231,28 @@ def validate(
                 "or validate a smaller instance of the problem"
             )
     inputs = random_inputs(run_problem, np.random.default_rng(seed))
-    result = run_mapping(run_problem, run_mapping_, inputs)
-    ref = evaluate(run_problem, inputs)
-    fields = compare(run_problem, result, ref, _abs_sum(run_problem, inputs))
+    phases = None if not_emulated else fidelity_mod.plan(run_problem, run_mapping_, inputs)
+    operand_sets = [list(pair) for pair in phases.pairs] if phases is not None else [inputs]
+    result = run_mapping(run_problem, run_mapping_, inputs)  # emulates the same fidelity phases
+    ref = _reference(run_problem, operand_sets)
+    abs_sum = _abs_sum(run_problem, operand_sets)
+    fields = compare(run_problem, result, ref, abs_sum, mapping.acc_dtype)
+    narrow = narrower_accumulator(problem, mapping.acc_dtype)
+    declared = compare(run_problem, result, ref, abs_sum) if narrow else None
+    if phases is not None:
+        fields["tolerance_reason"] = f"{fields['tolerance_reason']}; {phases.describe()}"
+        notes.append(phases.describe())
+    elif not_emulated:
+        notes.append(f"not checked: {not_emulated}")
+    status, reason = verdict(problem, mapping, fields, coverage, not_emulated, declared)
+    if method == "proxy":
+        reason += f" on a proxy ({run_problem.points / problem.points:.3g} of the points)"
+    fields.pop("within")
     fraction = run_problem.points / problem.points
     return ValidationReport(
+        passed=status == "passed",
+        status=status,
+        reason=reason,
         method=method,
         checked_fraction=fraction,
         validated_axes=dict(run_problem.axes),
@@ -149,8 +275,15 @@ def validate_sharded_conv(
     inputs = random_inputs(problem, np.random.default_rng(seed))
     result = run_sharded_conv(problem, config, inputs)
     ref = evaluate(problem, inputs)
-    fields = compare(problem, result, ref, _abs_sum(problem, inputs))
+    fields = compare(problem, result, ref, _abs_sum(problem, [inputs]))
+    within = bool(fields.pop("within"))
+    n, bad = fields["elements_compared"], fields["failing_elements"]
     return ValidationReport(
+        passed=within,
+        status="passed" if within else "failed",
+        reason=f"all {n} compared elements within the tolerance"
+        if within
+        else f"{bad} of {n} compared elements outside the tolerance (first at {fields['first_failing_index']})",
         method="full",
         checked_fraction=1.0,
         validated_axes=dict(problem.axes),

@@ -54,6 +54,8 @@ def result_table(r: TuneResult) -> Table:
         t.add_row(escape(f"ruled out: {v.code}"), escape(f"{v.count}x  {v.message}"))
     if r.validation_passed is not None:
         t.add_row("validation", "passed" if r.validation_passed else "FAILED")
+    elif r.validation is not None and r.validation.get("status") == "not-checked":
+        t.add_row("validation", escape(str(r.validation.get("reason", "not checked"))))
     if r.point:
         t.add_row("point", escape(", ".join(f"{k}={v}" for k, v in r.point.items())))
     t.add_row("cost model", r.cost_model_version)

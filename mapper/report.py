@@ -30,7 +30,12 @@ class Found:
 
 
 def validation_of(problem: Problem, mapping: Any, seed: int) -> tuple[dict[str, Any] | None, bool | None, str]:
-    """Run the executor on the best mapping: (report as JSON data, passed, note)."""
+    """Run the executor on the best mapping: (report as JSON data, passed, note).
+
+    passed is True only for a mapping the executor checked and passed, False for a failed one and
+    None when nothing was checked (a fidelity the executor does not emulate, a validation over the
+    memory cap); the note then says why.
+    """
     from executor.validate import ValidationTooLarge, validate
 
     try:
@@ -39,7 +44,12 @@ def validation_of(problem: Problem, mapping: Any, seed: int) -> tuple[dict[str, 
         return None, None, f"not validated: {e}"
     except Exception as e:  # the executor's failure must not lose the search result
         return None, False, f"validation raised {type(e).__name__}: {e}"
-    return report.model_dump(mode="json"), bool(report.passed), ""
+    data = report.model_dump(mode="json")
+    if report.status == "not-checked":
+        return data, None, f"validation {report.reason}"
+    if report.status == "failed":
+        return data, False, f"validation failed: {report.reason}"
+    return data, True, ""
 
 
 def package_result(

@@ -70,7 +70,11 @@ class TuneResult(BaseModel):
     scorer_rate: float | None = Field(default=None, description="measured scoring rate, points/s, if probed")
     pareto: list[ParetoPoint] = Field(default_factory=list)
     validation: dict[str, Any] | None = Field(default=None, description="executor's validation report")
-    validation_passed: bool | None = None
+    validation_passed: bool | None = Field(
+        default=None,
+        description="True: validated and passed; False: validation failed (or raised); None: not validated or "
+        "not checked (validation.status and notes say why)",
+    )
     render: str = ""
     seconds: float = Field(description="time the search took (a cached result keeps the original figure)")
     cached: bool = False

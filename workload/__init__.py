@@ -1,9 +1,9 @@
 """The problem model: einsum and conv2d problems, their canonical form, reference evaluation, named workloads.
 
-    >>> from workload import einsum
-    >>> p = einsum("mk,kn->mn", {"m": 64, "k": 32, "n": 16})
-    >>> p.macs
-    32768
+>>> from workload import einsum
+>>> p = einsum("mk,kn->mn", {"m": 64, "k": 32, "n": 16})
+>>> p.macs
+32768
 """
 
 from workload.canonical import canonical_form, content_hash

@@ -224,19 +224,43 @@ def cast_output(problem: Problem, result: np.ndarray) -> np.ndarray:
     """Convert an exact result to the output dtype.
 
     Floats round to nearest even (correctly, from float64; f8e4m3 overflows to NaN as the format
-    has no infinity). Integer outputs: i32 wraps in two's complement like the i32 accumulator;
-    i8 and i4 saturate; float results are rounded to the nearest integer first.
+    has no infinity). Integer outputs follow `int_output`: an integer problem's result first wraps
+    to its i32 accumulator (like the executor's accumulator), then i32 keeps it and i8/i4 saturate.
     """
     dt = problem.output.dtype
     info = dtypes.info(dt)
     arr = np.asarray(result)
     if not info.is_int:
         return _round_to_dtype(arr.astype(np.float64), dt)
+    acc = dtypes.info(problem.acc_dtype)
+    return int_output(arr, dt, wrap_bits=acc.bits if acc.is_int else None)
+
+
+def int_output(values: np.ndarray, out_dtype: str, *, wrap_bits: int | None = None) -> np.ndarray:
+    """Narrow accumulated values to an integer output format (shared by the reference and the executor).
+
+    In order: float values round to the nearest integer (NaN reads as 0, magnitudes clip at
+    2**62); the integer wraps in two's complement to `wrap_bits` (the integer accumulator's width,
+    None when it is already in range); an i32 output keeps the value modulo 2**32; i8 and i4
+    outputs saturate (requantisation clamps). Wrapping therefore happens only in the accumulator
+    and saturation only at the narrowing to the output, in the reference and the executor alike.
+    """
+    info = dtypes.info(out_dtype)
+    arr = np.asarray(values)
     if arr.dtype.kind == "f":
         limit = float(2**62)
-        arr = np.clip(np.rint(arr), -limit, limit)
+        arr = np.clip(np.nan_to_num(np.rint(arr), nan=0.0), -limit, limit)
     ints = arr.astype(np.int64)
+    if wrap_bits is not None and wrap_bits < 64:
+        ints = _wrap(ints, wrap_bits)
     if info.bits == 32:
         return ints.astype(np.int32)  # numpy integer casts wrap modulo 2**32
     lo, hi = -(1 << (info.bits - 1)), (1 << (info.bits - 1)) - 1
     return np.clip(ints, lo, hi).astype(info.numpy)
+
+
+def _wrap(ints: np.ndarray, bits: int) -> np.ndarray:
+    """Two's complement wrap of int64 values to `bits` bits."""
+    span = np.int64(1) << np.int64(bits)
+    half = np.int64(1) << np.int64(bits - 1)
+    return ((ints + half) & (span - 1)) - half

@@ -12,7 +12,8 @@ fast path when they fit) or ``dram-interleaved`` (blocks streamed from and to DR
 convs of any size fit; `costmodels.tenstorrent.cost`).
 
 Math fidelity changes numerics (LoFi multiplies only the top mantissa bits of bf16; the executor
-cannot emulate it), so the fidelities searched are a preset setting, ``fidelities``: HiFi4 only by
+emulates the phases for bf16 operands, `executor.fidelity`, and reports other cases as not
+checked), so the fidelities searched are a preset setting, ``fidelities``: HiFi4 only by
 default, as ttnn's conv default compute config (tenstorrent-conv2d.md, Compute Config). A request
 may override it (e.g. ``{"fidelities": ["LoFi", "HiFi2", "HiFi4"]}``); the roofline bound then
 uses the fastest fidelity allowed. Every cost report names the fidelity it priced.
