@@ -19,7 +19,7 @@ import pytest
 from optuna.storages import InMemoryStorage
 from typer.testing import CliRunner
 
-import app.cli as cli_module
+import app.cli.running as cli_module
 import mapper.cache
 from app.cli import EXIT_CODES, app, parse_overrides, read_problem_file
 
@@ -117,7 +117,7 @@ def test_failed_validation_exits_3_where_it_exited_0(monkeypatch: pytest.MonkeyP
 
     def failing(*args: object, **kwargs: object) -> Any:
         report = real(*args, **kwargs)  # type: ignore[arg-type]
-        return report.model_copy(update={"passed": False, "failing_elements": 1})
+        return report.model_copy(update={"passed": False, "status": "failed", "failing_elements": 1})
 
     monkeypatch.setattr(VALIDATE, "validate", failing)
     res = runner.invoke(app, ["tune", *MATMUL, "--target", "trn2", "--json"])

@@ -1,6 +1,6 @@
 """``mapper ... --server``: the same command against the service, here the app in-process.
 
-`app.cli.make_client` is swapped for an `ApiClient` over FastAPI's `TestClient` (an
+`app.cli.common.make_client` is swapped for an `ApiClient` over FastAPI's `TestClient` (an
 `httpx.Client`), and a `Worker` runs the jobs in a thread or, where a test wants a job to stay
 queued, not at all.
 """
@@ -24,6 +24,7 @@ from optuna.storages import InMemoryStorage
 from typer.testing import CliRunner
 
 import app.cli
+import app.cli.common
 import mapper.cache
 from app.cli import app as cli
 from app.client import ApiClient, parse_sse
@@ -44,7 +45,7 @@ def fresh_cache(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def api(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> TestClient:
     """The CLI's --server requests go to the in-process app."""
-    monkeypatch.setattr(app.cli, "make_client", lambda url, token=None: ApiClient(url, http=client, token=token))
+    monkeypatch.setattr(app.cli.common, "make_client", lambda url, token=None: ApiClient(url, http=client, token=token))
     return client
 
 
@@ -99,7 +100,7 @@ def test_failed_validation_on_the_server_exits_3(worker: Worker, monkeypatch: py
     real = VALIDATE.validate
 
     def failing(*args: Any, **kwargs: Any) -> Any:
-        return real(*args, **kwargs).model_copy(update={"passed": False, "failing_elements": 1})
+        return real(*args, **kwargs).model_copy(update={"passed": False, "status": "failed", "failing_elements": 1})
 
     monkeypatch.setattr(VALIDATE, "validate", failing)
     res = runner.invoke(cli, ["tune", *MATMUL, "--target", "trn2", "--json", *SERVER])
@@ -246,7 +247,9 @@ def test_a_service_with_tokens_wants_one_from_the_cli(tmp_path: Path, monkeypatc
 
     settings = Settings(data_dir=tmp_path / "data", api_tokens="s3cret", poll_seconds=0.05)
     with TestClient(create_app(settings), raise_server_exceptions=False) as client:
-        monkeypatch.setattr(app.cli, "make_client", lambda url, token=None: ApiClient(url, http=client, token=token))
+        monkeypatch.setattr(
+            app.cli.common, "make_client", lambda url, token=None: ApiClient(url, http=client, token=token)
+        )
         args = ["tune", *MATMUL, "--target", "trn2", "--detach", *SERVER]
         refused = runner.invoke(cli, args)
         assert refused.exit_code == 2 and "bearer token" in refused.output and len(refused.output.splitlines()) == 1

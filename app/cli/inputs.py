@@ -1,0 +1,196 @@
+"""Problems, targets and overrides from the command line and from problem files (bounded, never a traceback)."""
+
+from __future__ import annotations
+
+import types
+import typing
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from app.cli.common import MAX_FILE_BYTES, MAX_NESTING, UsageError
+
+CONV_KEYS = {
+    "batch": "batch",
+    "n": "batch",
+    "in": "in_channels",
+    "out": "out_channels",
+    "h": "input_height",
+    "w": "input_width",
+    "k": "kernel",
+    "s": "stride",
+    "p": "padding",
+    "d": "dilation",
+    "g": "groups",
+}
+
+
+def _pairs(items: list[str], what: str) -> dict[str, str]:
+    """``name=value`` items, several per item separated by commas; a comma part without ``=`` continues the value."""
+    out: dict[str, str] = {}
+    for item in items:
+        key = None
+        for part in item.split(","):
+            name, sep, value = part.partition("=")
+            if sep and name.strip():
+                key = name.strip()
+                out[key] = value.strip()
+            elif key is not None and not sep:
+                out[key] = f"{out[key]},{part.strip()}"
+            else:
+                raise UsageError(f"{what} {part!r} is not name=value")
+        if key is not None and not out[key]:
+            raise UsageError(f"{what} {key!r} has no value: write {key}=value")
+    return out
+
+
+def _int(key: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise UsageError(f"{key}={value!r} is not an integer") from None
+
+
+def _yaml_value(what: str, key: str, text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        raise UsageError(f"{what} {key}={text!r} is not a valid value") from None
+
+
+def spec_from_flags(
+    einsum: str | None,
+    sizes: list[str],
+    conv: str | None,
+    dtype: str,
+    weight: str | None,
+    reduce_op: str,
+    out_dtype: str | None,
+) -> dict[str, Any]:
+    """The README problem spec of ``--einsum/--size`` or ``--conv`` (validated by `workload.spec`)."""
+    if einsum:
+        spec: dict[str, Any] = {
+            "kind": "einsum",
+            "expr": einsum,
+            "sizes": {k: _int(k, v) for k, v in _pairs(sizes, "--size").items()},
+            "dtype": dtype,
+            "reduce_op": reduce_op,
+        }
+        if weight is not None:
+            spec["weight"] = int(weight) if weight.isdigit() else weight
+        if out_dtype is not None:
+            spec["out_dtype"] = out_dtype
+        return spec
+    if reduce_op != "add":
+        raise UsageError("--reduce-op applies to --einsum problems; a conv2d always reduces with add")
+    assert conv is not None
+    spec = {"kind": "conv2d", "dtype": dtype}
+    for key, value in _pairs([conv], "--conv").items():
+        if key not in CONV_KEYS:
+            raise UsageError(f"--conv: unknown key {key!r}; keys: {', '.join(sorted(CONV_KEYS))}")
+        spec[CONV_KEYS[key]] = _int(key, value)
+    if out_dtype is not None:
+        spec["out_dtype"] = out_dtype
+    return spec
+
+
+def _nesting(data: Any) -> int:
+    """How deeply lists and mappings nest (stops counting past MAX_NESTING; safe on cyclic aliases)."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, dict | list):
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_NESTING:
+            break
+        stack.extend((child, depth + 1) for child in (node.values() if isinstance(node, dict) else node))
+    return deepest
+
+
+def _bracket_depth(text: str) -> int:
+    """The deepest ``[``/``{`` nesting of a text, strings included (an upper bound that is cheap to take)."""
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return deepest
+
+
+def read_problem_file(path: Path) -> list[Any]:
+    """The problem specs of a JSON or YAML file: one problem, or a list of them."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise UsageError(f"{path} is {len(raw):,} bytes; a problem file may have at most {MAX_FILE_BYTES:,}")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UsageError(
+            f"{path} is not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start}): save it as UTF-8 JSON or YAML"
+        ) from None
+    too_deep = (
+        f"{path} nests lists or mappings more than {MAX_NESTING} levels deep: a problem file is a mapping or a list"
+    )
+    if _bracket_depth(text) > 4 * MAX_NESTING:  # fail fast, before the parser recurses that deep
+        raise UsageError(too_deep)
+    try:
+        data = yaml.safe_load(text)
+    except RecursionError:
+        raise UsageError(too_deep) from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        reason = getattr(e, "problem", None) or "syntax error"
+        raise UsageError(f"{path} is not valid JSON or YAML{where}: {reason}") from None
+    if _nesting(data) > MAX_NESTING:
+        raise UsageError(too_deep)
+    items = data if isinstance(data, list) else [data]
+    if not items:
+        raise UsageError(f"{path} holds an empty list: give a problem or a list of problems")
+    return items
+
+
+@cache
+def _sequence_field(target: str, name: str) -> bool:
+    """Whether a hardware field of a target's preset model is a tuple or a list."""
+    from mapper.cache import resolve_factory
+
+    try:
+        hw = resolve_factory(None)(target, None).hardware
+        field = type(hw).model_fields.get(name)
+    except Exception:  # an unknown target or a family that fails to load: the run reports it
+        return False
+    if field is None:
+        return False
+    ann = field.annotation
+    options = typing.get_args(ann) if typing.get_origin(ann) in (typing.Union, types.UnionType) else (ann,)
+    return any(typing.get_origin(a) in (tuple, list) or a in (tuple, list) for a in options)
+
+
+def parse_overrides(items: list[str], targets: list[str]) -> dict[str, Any]:
+    """``--override name=value`` items; a tuple or list field takes one value or a comma list (or ``[a, b]``)."""
+    out: dict[str, Any] = {}
+    for key, text in _pairs(items, "--override").items():
+        value = _yaml_value("--override", key, text)
+        if not isinstance(value, list) and any(_sequence_field(t, key) for t in targets):
+            value = [_yaml_value("--override", key, part.strip()) for part in text.split(",") if part.strip()]
+        out[key] = value
+    return out
+
+
+def _targets(items: list[str]) -> list[str]:
+    names = [t.strip() for item in items for t in item.split(",") if t.strip()] or ["rngd"]
+    if len(set(names)) != len(names):
+        raise UsageError(f"a target is given twice: {', '.join(names)}")
+    return names
+
+
+# ---- progress ----------------------------------------------------------------------------------
