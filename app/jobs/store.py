@@ -24,6 +24,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.jobs.models import FINISHED, Job, JobPage, JobProgress
 from app.jobs.tables import jobs, metadata, workers
+from mapper.cache import open_storage
 
 
 def make_engine(url: str) -> Engine:
@@ -61,6 +62,7 @@ class JobStore:
         self.max_attempts = max_attempts
         self.engine = make_engine(url)
         metadata.create_all(self.engine)
+        open_storage(url)  # the result cache's tables too, now: first jobs of several workers would race for them
 
     @contextmanager
     def _tx(self, immediate: bool = False) -> Iterator[Connection]:
