@@ -11,6 +11,7 @@ import ast
 import hashlib
 import importlib.util
 import json
+import threading
 from functools import cache
 from importlib import metadata, resources
 from pathlib import Path
@@ -96,8 +97,23 @@ def cost_model_version(target: Target) -> str:
     imports (protocol, IR, scoring pieces) and the family's preset files, so editing one family's
     model invalidates that family's cached results only.
     """
-    files = [*model_files(type(target).__module__), *_preset_files(target.family)]
-    return f"{_package_version()}+{target.family}.{_digest(files)}"
+    return _version(type(target).__module__, target.family)
+
+
+_version_lock = threading.Lock()
+
+
+@cache
+def _version_unlocked(module_name: str, family: str) -> str:
+    files = [*model_files(module_name), *_preset_files(family)]
+    return f"{_package_version()}+{family}.{_digest(files)}"
+
+
+def _version(module_name: str, family: str) -> str:
+    """Computed once per process: the sources do not change under a running process. Locked, because
+    the service computes it in request threads at once and `ast.parse` is not safe to run concurrently."""
+    with _version_lock:
+        return _version_unlocked(module_name, family)
 
 
 def _preset_files(family: str) -> list[Path]:

@@ -7,12 +7,13 @@ database at scrape time, so every API process reports the same totals.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 
 from fastapi import APIRouter, FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.jobs.models import JOB_STATES
 from app.jobs.store import JobStore
@@ -54,14 +55,33 @@ def install(app: FastAPI) -> None:
     registry.register(JobCollector(app))
     app.state.metrics_registry = registry
 
-    @app.middleware("http")
-    async def count(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    app.add_middleware(CountRequests, requests=requests, latency=latency)
+
+
+class CountRequests:
+    """Pure ASGI middleware (no per-request task or body copy): counts each response by route and status."""
+
+    def __init__(self, app: ASGIApp, requests: Counter, latency: Histogram) -> None:
+        self.app, self.requests, self.latency = app, requests, latency
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
         t0 = time.perf_counter()
-        response = await call_next(request)
-        route = getattr(request.scope.get("route"), "path", "unmatched")
-        requests.labels(request.method, route, str(response.status_code)).inc()
-        latency.labels(route).observe(time.perf_counter() - t0)
-        return response
+        status = [500]
+
+        async def send_status(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            route = getattr(scope.get("route"), "path", "unmatched")
+            self.requests.labels(scope["method"], route, str(status[0])).inc()
+            self.latency.labels(route).observe(time.perf_counter() - t0)
 
 
 @router.get("/metrics", summary="Prometheus metrics", response_class=Response)
