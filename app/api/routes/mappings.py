@@ -1,0 +1,152 @@
+"""/v1/mappings: price a point or a mapping on a target, and run a mapping in the executor."""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body
+
+from app.api.deps import SettingsDep
+from app.api.engine_support import (
+    clock_hz,
+    guarded,
+    make_target,
+    require_mapping_of,
+    require_target,
+    resolve_point,
+    to_problem,
+)
+from app.api.errors import Unprocessable
+from app.api.examples_engine import evaluate_examples, validate_examples
+from app.api.schemas_engine import (
+    BoundOut,
+    CostOut,
+    EvaluateRequest,
+    EvaluateResponse,
+    ValidateRequest,
+    ValidateResponse,
+    ValidationReportOut,
+    finite,
+    problem_responses,
+)
+from costmodels.ir import Mapping
+from executor.validate import ValidationTooLarge, validate
+from workload.canonical import content_hash
+from workload.problem import Problem
+
+log = logging.getLogger("tensormapper.api")
+
+router = APIRouter(prefix="/v1/mappings", tags=["mappings"])
+
+UNPROCESSABLE = problem_responses(
+    {
+        422: "a malformed problem, an unknown target or override, a point outside the target's space "
+        "or a mapping of another problem: the detail names the field and how to fix it"
+    }
+)
+
+#: Sequential reduction steps the executor may take for one request (each is one numpy call over the tile).
+MAX_VALIDATION_STEPS = 1 << 16
+
+
+@router.post("/evaluate", response_model=EvaluateResponse, responses=UNPROCESSABLE, summary="Price a point or mapping")
+def evaluate(
+    req: Annotated[EvaluateRequest, Body(openapi_examples=evaluate_examples())],
+    settings: SettingsDep,
+) -> EvaluateResponse:
+    """Check a point of the target's search space (parameters by name) or a loop-nest mapping against
+    the target's constraints. Infeasible: 200 with `feasible: false` and the violations (codes and
+    reasons). Feasible: the cost report, every objective, the gap to the roofline bound and the
+    target's own dump of the mapping."""
+    name = require_target(req.target, in_body=True)
+    problem = to_problem(req.problem, settings, priced=True)
+    target = make_target(name, dict(req.overrides))
+    problem_hash = content_hash(problem)
+    base: dict[str, Any] = {"target": name, "family": target.family, "problem_hash": problem_hash}
+    unsupported = guarded(target, "judge the problem for", lambda: target.supports(problem), what="problem")
+    if unsupported:
+        return EvaluateResponse(
+            **base, feasible=False, violations=unsupported, point=None, mapping=req.mapping,
+            cost=None, objectives={}, lower_bound=None, gap=None, render=None,
+        )  # fmt: skip
+    bound = guarded(target, "bound", lambda: target.lower_bound(problem), what="problem")
+    point = None
+    if req.point is not None:
+        point = resolve_point(target, problem, req.point)
+        chosen = point
+        mapping: Mapping = guarded(target, "map", lambda: target.mapping(problem, chosen), what="point")
+    else:
+        assert req.mapping is not None
+        mapping = req.mapping
+        require_mapping_of(problem, mapping)
+    violations = guarded(target, "check", lambda: target.check(problem, mapping))
+    if violations:
+        return EvaluateResponse(
+            **base, feasible=False, violations=violations, point=point, mapping=mapping, cost=None, objectives={},
+            lower_bound=BoundOut.of(bound, clock_hz(name, dict(req.overrides))), gap=None, render=None,
+        )  # fmt: skip
+    cost = guarded(target, "price", lambda: target.cost(problem, mapping))
+    render = guarded(target, "render", lambda: target.render(problem, mapping))
+    objectives: dict[str, float] = {}
+    for o in target.objectives:
+        try:
+            value = finite(cost.objective(o))
+        except ValueError:  # an objective this preset cannot price (e.g. no energy figures)
+            continue
+        if value is not None:
+            objectives[o] = value
+    return EvaluateResponse(
+        **base, feasible=True, violations=[], point=point, mapping=mapping, cost=CostOut.of(cost),
+        objectives=objectives, lower_bound=BoundOut.of(bound, cost.clock_hz), gap=finite(cost.gap), render=render,
+    )  # fmt: skip
+
+
+def _steps(problem: Problem, mapping: Mapping) -> int:
+    """Sequential reduction steps of the executor: temporal loops of reduced axes outside the instruction tile."""
+    last = len(mapping.levels) - 1
+    red = set(problem.reduction_axes)
+    return math.prod(lp.factor for lvl, lp in mapping.loops() if lvl < last and not lp.spatial and lp.axis in red)
+
+
+@router.post("/validate", response_model=ValidateResponse, responses=UNPROCESSABLE, summary="Run a mapping")
+def validate_mapping(
+    req: Annotated[ValidateRequest, Body(openapi_examples=validate_examples())],
+    settings: SettingsDep,
+) -> ValidateResponse:
+    """Run the mapping tile by tile in numpy, in the declared dtypes, on seeded random inputs and compare
+    it with the exact reference. Problems over the executor's memory cap are validated on a proxy that
+    keeps the mapping's structure (the report says how much was checked); a mapping no proxy can bring
+    under the cap is reported with `passed: null` and a note. A mapping of another problem is a 422."""
+    problem = to_problem(req.problem, settings, priced=True)
+    require_mapping_of(problem, req.mapping)
+    steps = _steps(problem, req.mapping)
+    if steps > MAX_VALIDATION_STEPS:
+        raise Unprocessable(
+            f"the mapping takes {steps} sequential reduction steps, over the {MAX_VALIDATION_STEPS} a request may run",
+            field="mapping",
+            hint="move reduction loops into the innermost level (the instruction tile) or validate with the mapper CLI",
+        )
+    t0 = time.perf_counter()
+    try:
+        report = validate(problem, req.mapping, seed=req.seed)
+    except ValidationTooLarge as e:  # not a verdict on the mapping: it could not be checked within the cap
+        return ValidateResponse(
+            problem_hash=content_hash(problem), passed=None, report=None, note=f"not validated: {e}",
+            seconds=time.perf_counter() - t0,
+        )  # fmt: skip
+    except Exception as e:  # as the mapper does: the executor's failure is a failed validation, logged
+        log.exception("the executor raised on a covering mapping")
+        return ValidateResponse(
+            problem_hash=content_hash(problem), passed=False, report=None,
+            note=f"validation raised {type(e).__name__}: {e}", seconds=time.perf_counter() - t0,
+        )  # fmt: skip
+    return ValidateResponse(
+        problem_hash=content_hash(problem),
+        passed=bool(report.passed),
+        report=ValidationReportOut.of(report.model_dump(mode="python")),
+        note="",
+        seconds=time.perf_counter() - t0,
+    )

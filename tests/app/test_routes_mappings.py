@@ -1,0 +1,321 @@
+"""POST /v1/mappings/evaluate and /v1/mappings/validate, cross-checked against the targets and the executor;
+every OpenAPI example of the engine routes answers 200."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.api.routes import mappings as mappings_route
+from app.main import create_app
+from app.settings import Settings
+from costmodels.ir import Level, Loop, Mapping
+from costmodels.registry import get_target
+from executor.validate import ValidationTooLarge, validate
+from workload.canonical import content_hash
+from workload.spec import problem_from_dict
+
+PROBLEM_JSON = "application/problem+json"
+
+BMM = {"kind": "einsum", "expr": "vmk,vnk->vmn", "sizes": {"v": 4, "m": 128, "n": 128, "k": 256}, "weight": 1}
+GEMM = {"kind": "einsum", "expr": "mk,kn->mn", "sizes": {"m": 256, "k": 512, "n": 256}, "weight": 1}
+ROWPROD = {"kind": "einsum", "expr": "ij->i", "sizes": {"i": 64, "j": 256}, "dtype": "f32", "reduce_op": "mul"}
+
+
+def _warm(target: str, spec: dict[str, Any], overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The first feasible warm start of `spec` on `target`."""
+    t, p = get_target(target, overrides), problem_from_dict(spec)
+    return next(dict(w) for w in t.warm_starts(p) if not t.check(p, t.mapping(p, w)))
+
+
+def _unprocessable(r: Any) -> dict[str, Any]:
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"].startswith(PROBLEM_JSON)
+    body: dict[str, Any] = r.json()
+    assert body["detail"] and "Traceback" not in r.text
+    return body
+
+
+# ---- evaluate ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["rngd", "trn2", "ascend-910b", "blackhole-p150"])
+def test_point_costs_what_the_target_says(client: TestClient, target: str) -> None:
+    point = _warm(target, GEMM)
+    r = client.post("/v1/mappings/evaluate", json={"problem": GEMM, "target": target, "point": point})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    t, p = get_target(target), problem_from_dict(GEMM)
+    m = t.mapping(p, point)
+    cost = t.cost(p, m)
+    assert body["feasible"] is True and body["violations"] == []
+    assert body["point"] == point
+    assert Mapping.model_validate(body["mapping"]) == m
+    assert body["cost"]["cycles"] == cost.cycles
+    assert body["cost"]["seconds"] == pytest.approx(cost.seconds)
+    assert body["cost"]["bytes"] == cost.bytes
+    assert body["gap"] == pytest.approx(cost.gap)
+    assert body["lower_bound"]["cycles"] == t.lower_bound(p).cycles
+    assert body["render"] == t.render(p, m)
+    assert body["objectives"]["latency"] == pytest.approx(cost.seconds)
+    assert body["problem_hash"] == content_hash(p)
+
+
+def test_the_mapping_it_returns_evaluates_the_same(client: TestClient) -> None:
+    point = _warm("trn1", BMM)
+    by_point = client.post("/v1/mappings/evaluate", json={"problem": BMM, "target": "trn1", "point": point}).json()
+    by_mapping = client.post(
+        "/v1/mappings/evaluate", json={"problem": BMM, "target": "trn1", "mapping": by_point["mapping"]}
+    )
+    assert by_mapping.status_code == 200, by_mapping.text
+    assert by_mapping.json()["cost"] == by_point["cost"]
+    assert by_mapping.json()["point"] is None
+
+
+def test_analyze_seconds_use_the_cost_clock(client: TestClient) -> None:
+    ev = client.post("/v1/mappings/evaluate", json={"problem": GEMM, "target": "trn2", "point": _warm("trn2", GEMM)})
+    bound = next(t for t in client.post("/v1/problems/analyze", json=GEMM).json()["targets"] if t["target"] == "trn2")
+    lb = bound["lower_bound"]
+    assert lb["seconds"] == pytest.approx(lb["cycles"] / ev.json()["cost"]["clock_hz"])
+    assert ev.json()["lower_bound"] == lb
+
+
+def test_infeasible_point_reports_the_targets_violations(client: TestClient) -> None:
+    overrides = {"dm_bytes_per_slice": 4096}
+    point = _warm("rngd", BMM)
+    r = client.post(
+        "/v1/mappings/evaluate", json={"problem": BMM, "target": "rngd", "overrides": overrides, "point": point}
+    )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    t, p = get_target("rngd", overrides), problem_from_dict(BMM)
+    expected = t.check(p, t.mapping(p, point))
+    assert expected  # the override makes this point infeasible
+    assert body["feasible"] is False
+    assert [v["code"] for v in body["violations"]] == [v.code for v in expected]
+    assert all(v["message"] for v in body["violations"])
+    assert body["cost"] is None and body["render"] is None and body["gap"] is None
+    assert body["lower_bound"]["cycles"] == t.lower_bound(p).cycles
+
+
+def test_unsupported_problem_reports_supports_violations(client: TestClient) -> None:
+    r = client.post("/v1/mappings/evaluate", json={"problem": ROWPROD, "target": "rngd", "point": {}})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    expected = get_target("rngd").supports(problem_from_dict(ROWPROD))
+    assert body["feasible"] is False and body["lower_bound"] is None
+    assert [v["code"] for v in body["violations"]] == [v.code for v in expected]
+
+
+def test_point_with_unknown_parameter_lists_the_parameters(client: TestClient) -> None:
+    point = {**_warm("trn2", GEMM), "tile_q": 3}
+    body = _unprocessable(
+        client.post("/v1/mappings/evaluate", json={"problem": GEMM, "target": "trn2", "point": point})
+    )
+    assert body["field"] == "point.tile_q" and "tile_q" in body["detail"]
+    space = get_target("trn2").space(problem_from_dict(GEMM))
+    assert body["parameters"] == list(space.names())
+
+
+@pytest.mark.parametrize("value", [96, "128", 128.0, True, None, [128]])
+def test_point_value_outside_the_choices_lists_them(client: TestClient, value: Any) -> None:
+    point = {**_warm("trn2", GEMM), "tile_k": value}
+    body = _unprocessable(
+        client.post("/v1/mappings/evaluate", json={"problem": GEMM, "target": "trn2", "point": point})
+    )
+    choices = next(q for q in get_target("trn2").space(problem_from_dict(GEMM)).params if q.name == "tile_k").choices
+    assert body["field"] == "point.tile_k"
+    assert body["choices"] == list(choices)
+    assert all(str(c) in body["detail"] for c in choices)
+
+
+def test_point_missing_a_parameter_is_named(client: TestClient) -> None:
+    point = _warm("ascend-a5", GEMM)
+    del point["core_grid"]
+    body = _unprocessable(
+        client.post("/v1/mappings/evaluate", json={"problem": GEMM, "target": "ascend-a5", "point": point})
+    )
+    assert body["field"] == "point.core_grid" and body["missing"] == ["core_grid"]
+
+
+def test_mapping_of_another_problem_says_what_does_not_match(client: TestClient) -> None:
+    point = _warm("trn2", GEMM)
+    other = client.post("/v1/mappings/evaluate", json={"problem": GEMM, "target": "trn2", "point": point}).json()
+    # axes that do not exist in the batched problem
+    renamed = {**GEMM, "expr": "ab,bc->ac", "sizes": {"a": 256, "b": 512, "c": 256}}
+    body = _unprocessable(
+        client.post("/v1/mappings/evaluate", json={"problem": renamed, "target": "trn2", "mapping": other["mapping"]})
+    )
+    assert body["field"] == "mapping" and "the problem lacks" in body["detail"]
+    # same axes, other sizes: points missed
+    bigger = {**GEMM, "sizes": {"m": 512, "k": 512, "n": 256}}
+    body = _unprocessable(
+        client.post("/v1/mappings/evaluate", json={"problem": bigger, "target": "trn2", "mapping": other["mapping"]})
+    )
+    assert "never visited" in body["detail"] and "m=" in body["detail"]
+
+
+def test_unknown_target_and_bad_overrides_are_422(client: TestClient) -> None:
+    base = {"problem": GEMM, "point": {}}
+    body = _unprocessable(client.post("/v1/mappings/evaluate", json={**base, "target": "../../workload/data/resnet50"}))
+    assert body["field"] == "target" and "rngd" in body["detail"]
+    body = _unprocessable(
+        client.post("/v1/mappings/evaluate", json={**base, "target": "rngd", "overrides": {"slices": 8}})
+    )
+    assert body["token"] == "slices" and "slices_per_cluster" in body["hint"]
+    body = _unprocessable(
+        client.post("/v1/mappings/evaluate", json={**base, "target": "trn2", "overrides": {"pe_rows": -1}})
+    )
+    assert body["token"] == "pe_rows"
+    body = _unprocessable(
+        client.post("/v1/mappings/evaluate", json={**base, "target": "trn2", "overrides": {"pe_rows": "x"}})
+    )
+    assert body["token"] == "pe_rows"
+
+
+def test_point_and_mapping_together_are_refused(client: TestClient) -> None:
+    m = Mapping(levels=(Level(name="tile", loops=(Loop(axis="m", factor=256),)),), acc_dtype="f32")
+    body = _unprocessable(
+        client.post(
+            "/v1/mappings/evaluate",
+            json={"problem": GEMM, "target": "trn2", "point": {}, "mapping": m.model_dump(mode="json")},
+        )
+    )
+    assert "point or mapping" in body["detail"]
+
+
+# ---- validate ------------------------------------------------------------------------------------
+
+
+def _gemm_mapping(acc_dtype: str, outer_k: int = 64, spec: dict[str, Any] | None = None) -> dict[str, Any]:
+    spec = spec or GEMM
+    sizes = spec["sizes"]
+    inner_k = sizes["k"] // outer_k
+    m = Mapping(
+        target="hand-written",
+        levels=(
+            Level(name="outer", loops=(Loop(axis="k", factor=outer_k),)),
+            Level(
+                name="tile",
+                loops=(
+                    Loop(axis="m", factor=sizes["m"]),
+                    Loop(axis="n", factor=sizes["n"]),
+                    Loop(axis="k", factor=inner_k),
+                ),
+            ),
+        ),
+        acc_dtype=acc_dtype,
+    )
+    return m.model_dump(mode="json")
+
+
+def test_validate_reports_what_the_executor_reports(client: TestClient) -> None:
+    mapping = _gemm_mapping("f32")
+    r = client.post("/v1/mappings/validate", json={"problem": GEMM, "mapping": mapping, "seed": 3})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    expected = validate(problem_from_dict(GEMM), Mapping.model_validate(mapping), seed=3)
+    assert body["passed"] is True and body["note"] == ""
+    assert body["report"]["passed"] is True
+    assert body["report"]["elements_compared"] == expected.elements_compared
+    assert body["report"]["max_abs_error"] == expected.max_abs_error
+    assert body["report"]["tolerance"] == expected.tolerance.model_dump()
+    assert body["report"]["method"] == "full" and body["report"]["checked_fraction"] == 1.0
+
+
+def test_a_covering_but_wrong_mapping_fails_with_200(client: TestClient) -> None:
+    # a bf16 accumulator over a long reduction loses what the problem's f32 accumulation keeps
+    long_k = {**GEMM, "sizes": {"m": 16, "k": 16384, "n": 16}, "dtype": "bf16"}
+    r = client.post("/v1/mappings/validate", json={"problem": long_k, "mapping": _gemm_mapping("bf16", 1024, long_k)})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["passed"] is False and body["report"]["passed"] is False
+
+
+def test_validate_refuses_a_mapping_of_another_problem(client: TestClient) -> None:
+    mapping = _gemm_mapping("f32")
+    bigger = {**GEMM, "sizes": {"m": 256, "k": 1024, "n": 256}}
+    body = _unprocessable(client.post("/v1/mappings/validate", json={"problem": bigger, "mapping": mapping}))
+    assert body["field"] == "mapping" and "k=" in body["detail"]
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"factor": 10**12}, "visit"),
+        ({"axis": "q"}, "lacks"),
+        ({"stride": 0}, "visited"),
+    ],
+    ids=["huge-factor", "unknown-axis", "repeated"],
+)
+def test_validate_refuses_broken_mappings_cheaply(client: TestClient, change: dict[str, Any], says: str) -> None:
+    mapping = _gemm_mapping("f32")
+    mapping["levels"][0]["loops"][0].update(change)
+    body = _unprocessable(client.post("/v1/mappings/validate", json={"problem": GEMM, "mapping": mapping}))
+    assert says in body["detail"]
+
+
+def test_validate_refuses_an_unknown_accumulator_and_too_many_steps(client: TestClient) -> None:
+    body = _unprocessable(client.post("/v1/mappings/validate", json={"problem": GEMM, "mapping": _gemm_mapping("f64")}))
+    assert "acc_dtype" in body["detail"]
+    many = {**GEMM, "sizes": {"m": 1, "k": 1 << 20, "n": 1}}
+    body = _unprocessable(
+        client.post("/v1/mappings/validate", json={"problem": many, "mapping": _gemm_mapping("f32", 1 << 20, many)})
+    )
+    assert "steps" in body["detail"]
+
+
+def test_a_mapping_too_large_to_validate_is_not_a_verdict(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    def too_large(*_a: Any, **_k: Any) -> Any:
+        raise ValidationTooLarge("even the smallest proxy needs 9,000 MiB")
+
+    monkeypatch.setattr(mappings_route, "validate", too_large)
+    r = client.post("/v1/mappings/validate", json={"problem": GEMM, "mapping": _gemm_mapping("f32")})
+    assert r.status_code == 200, r.text
+    assert r.json()["passed"] is None and r.json()["report"] is None
+    assert r.json()["note"].startswith("not validated: even the smallest proxy")
+
+
+# ---- the OpenAPI examples ------------------------------------------------------------------------
+
+
+def test_every_example_of_the_engine_routes_answers_200(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()
+    seen = 0
+    for path in ("/v1/problems/analyze", "/v1/mappings/evaluate", "/v1/mappings/validate"):
+        examples = spec["paths"][path]["post"]["requestBody"]["content"]["application/json"]["examples"]
+        assert len(examples) >= 4, path
+        for name, example in examples.items():
+            r = client.post(path, json=example["value"])
+            assert r.status_code == 200, (path, name, r.text)
+            seen += 1
+            if path.endswith("validate"):
+                assert r.json()["passed"] is True, (name, r.json())
+            if path.endswith("evaluate"):
+                assert r.json()["feasible"] == (not name.endswith("infeasible")), name
+    assert seen >= 14
+    targets = {
+        e["value"]["target"]
+        for e in spec["paths"]["/v1/mappings/evaluate"]["post"]["requestBody"]["content"]["application/json"][
+            "examples"
+        ].values()
+    }
+    assert {"rngd", "trn2", "wormhole-n150", "ascend-a5"} <= targets
+    params = {p["name"]: p for p in spec["paths"]["/v1/workloads/{name}"]["get"]["parameters"]}
+    batch = next(iter(params["batch"]["examples"].values()))["value"]
+    for example in params["name"]["examples"].values():
+        assert client.get(f"/v1/workloads/{example['value']}", params={"batch": batch}).status_code == 200
+
+
+def test_problems_over_the_services_mac_limit_are_not_mapped(settings: Settings) -> None:
+    with TestClient(create_app(settings.model_copy(update={"max_macs": 1e6})), raise_server_exceptions=False) as c:
+        for path, extra in (
+            ("/v1/mappings/evaluate", {"target": "trn2", "point": {}}),
+            ("/v1/mappings/validate", {"mapping": _gemm_mapping("f32")}),
+        ):
+            body = _unprocessable(c.post(path, json={"problem": GEMM, **extra}))
+            assert body["limit"] == "tm_max_macs" and "TM_MAX_MACS" in body["hint"]
+        assert c.get("/v1/targets/trn2").json()["limits"]["max_macs"] == 1e6
+        assert c.post("/v1/problems/analyze", json=GEMM).status_code == 200  # a bound costs nothing
