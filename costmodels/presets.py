@@ -28,7 +28,7 @@ def preset_names() -> list[str]:
 @cache
 def _raw(name: str) -> dict[str, Any]:
     path = resources.files("costmodels") / "presets" / f"{name}.yaml"
-    if not path.is_file():
+    if name not in preset_names() or not path.is_file():  # a name, never a path: no ../ escapes the folder
         raise ProblemError(f"unknown target {name!r}", token=name, hint=f"use one of {', '.join(preset_names())}")
     data = yaml.safe_load(path.read_text())
     if not isinstance(data, dict) or "family" not in data:
@@ -60,10 +60,11 @@ def load_preset(name: str, model: type[M], overrides: dict[str, Any] | None = No
     except ValidationError as e:
         first = e.errors()[0]
         field = ".".join(str(x) for x in first["loc"])
+        what = f"invalid value for {field} of target {name}" if field else f"inconsistent settings of target {name}"
         raise ProblemError(
-            f"invalid value for {field} of target {name}: {first['msg']}",
-            token=field,
-            hint="check the override",
+            f"{what}: {str(first['msg']).removeprefix('Value error, ')}",
+            token=field or name,
+            hint="check the overrides",
         ) from None
 
 

@@ -44,6 +44,12 @@ class Conflict(ConflictProblem):
 class Unprocessable(UnprocessableProblem):
     title = "Unprocessable request"
 
+    def __init__(self, detail: str | None = None, **kwargs: Any) -> None:
+        # every 422 carries `errors` (the OpenAPI schema of a 422 requires it): one entry unless given
+        where = kwargs.get("field") or kwargs.get("token") or kwargs.get("limit") or "body"
+        kwargs.setdefault("errors", [{"loc": [where], "msg": detail or "", "type": "unprocessable"}])
+        super().__init__(detail, **kwargs)
+
 
 class TooMany(StatusProblem):
     title = "Too many requests"
