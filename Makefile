@@ -14,9 +14,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# the API (console at /docs) and one worker process, on the embedded storage under ./data (TM_* change it)
 run: $(STAMP)
-	@echo "Console: http://$(HOST):$(PORT)/docs  (storage: embedded default)"
-	$(BIN)/python -m app --host $(HOST) --port $(PORT)
+	$(BIN)/mapper serve --host $(HOST) --port $(PORT)
 
 test: $(STAMP) lint typecheck pytest
 
@@ -27,8 +27,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# pytest exits 5 when it collected no test: that is a failure here, said in words
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -q
+	@status=0; $(BIN)/python -m pytest -n 2 -q || status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make pytest: no tests were collected" >&2; fi; \
+	exit $$status
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

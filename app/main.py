@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -25,8 +25,8 @@ at the `Location` it returns. Errors are RFC 9457 problem details.
 """
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """The service on `settings` (default: from the environment)."""
+def create_app(settings: Settings | None = None, on_shutdown: Callable[[], None] | None = None) -> FastAPI:
+    """The service on `settings` (default: from the environment); `on_shutdown` runs when it stops."""
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -37,6 +37,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             app.state.store.close()
+            if on_shutdown is not None:
+                on_shutdown()
 
     app = FastAPIOffline(
         title="tensormapper",

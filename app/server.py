@@ -95,6 +95,9 @@ def serve(settings: Settings, *, open_browser: bool = True) -> None:
     try:
         from app.main import create_app
 
-        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="info")
+        # the workers stop with the app's shutdown: uvicorn re-raises SIGTERM once it has shut down, so
+        # code after uvicorn.run would never run on a SIGTERM
+        app = create_app(settings, on_shutdown=lambda: stop_workers(procs))
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
     finally:
         stop_workers(procs)

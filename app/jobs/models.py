@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from mapper.settings import SearchSettings, Strategy
 from workload.spec import Conv2dSpec, EinsumSpec
@@ -40,12 +40,10 @@ class TuningRequest(BaseModel):
     overrides: dict[str, JsonValue] = Field(default_factory=dict, description="hardware preset overrides")
     objectives: list[str] = Field(default_factory=lambda: ["latency"], min_length=1, max_length=4)
     strategy: Strategy = "auto"
-    trials: StrictInt = Field(
-        default=SearchSettings().max_trials, ge=1, le=100_000, description="Optuna trials at most"
-    )
+    trials: int = Field(default=SearchSettings().max_trials, ge=1, le=100_000, description="Optuna trials at most")
     seconds: float = Field(default=SearchSettings().max_seconds, gt=0, le=3600, description="search time budget")
-    patience: StrictInt = Field(default=SearchSettings().patience, ge=0, le=100_000)
-    seed: StrictInt = Field(default=0, ge=0, le=2**31 - 1)
+    patience: int = Field(default=SearchSettings().patience, ge=0, le=100_000)
+    seed: int = Field(default=0, ge=0, le=2**31 - 1)
     validate_result: bool = Field(default=True, alias="validate", description="run the executor on the best mapping")
 
     @model_validator(mode="after")

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, delete, event, func, insert, select, text, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from app.jobs.models import FINISHED, Job, JobPage, JobProgress
 from app.jobs.tables import jobs, metadata, workers
@@ -61,8 +61,22 @@ class JobStore:
         self.stale_seconds = stale_seconds
         self.max_attempts = max_attempts
         self.engine = make_engine(url)
-        metadata.create_all(self.engine)
-        open_storage(url)  # the result cache's tables too, now: first jobs of several workers would race for them
+        self._create_tables()
+
+    def _create_tables(self, tries: int = 5) -> None:
+        """The job tables and the result cache's, created before any job runs (processes starting
+        together on a fresh database race for them: a writer's lock on SQLite, a duplicate-table error on
+        PostgreSQL; the loser tries again and finds them made)."""
+        for attempt in range(tries):
+            try:
+                with self._tx(immediate=True) as c:
+                    metadata.create_all(c)
+                open_storage(self.url)
+                return
+            except (OperationalError, IntegrityError, ProgrammingError):
+                if attempt == tries - 1:
+                    raise
+                time.sleep(0.2 * (attempt + 1))
 
     @contextmanager
     def _tx(self, immediate: bool = False) -> Iterator[Connection]:

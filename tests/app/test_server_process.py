@@ -91,3 +91,55 @@ def test_workers_exit_when_their_server_is_killed(tmp_path: Path) -> None:
             server.kill()
         for p in _children(server.pid):
             os.kill(p, signal.SIGKILL)
+
+
+def _serve(tmp_path: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "TM_DATA_DIR": str(tmp_path / "data"), "TM_PORT": str(port), "TM_POLL_SECONDS": "0.1",
+           "TM_HEARTBEAT_SECONDS": "0.2", "TM_STALE_SECONDS": "2", "TM_WORKERS": "1"}  # fmt: skip
+    code = "from app.server import serve; from app.settings import Settings; serve(Settings(), open_browser=False)"
+    return subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _until(check: object, timeout: float) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            if check():  # type: ignore[operator]
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    pytest.fail(f"timed out after {timeout}s")
+
+
+@pytest.mark.skipif(subprocess.run(["which", "pgrep"], capture_output=True).returncode != 0, reason="needs pgrep")
+def test_a_job_survives_the_api_killed_and_restarted(tmp_path: Path) -> None:
+    from mapper.settings import SearchSettings
+    from mapper.workloads import tune_workload
+
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    body = {"workload": "resnet50", "params": {"batch": 1}, "target": "ascend-910b", "validate": False}
+    server = _serve(tmp_path, port)
+    try:
+        _until(lambda: httpx.get(f"{base}/v1/ready", timeout=1).status_code == 200, 30)
+        job = httpx.post(f"{base}/v1/tunings", json=body, timeout=10).json()
+        _until(lambda: httpx.get(f"{base}/v1/tunings/{job['id']}", timeout=1).json()["progress"]["done"] >= 1, 30)
+        workers = _children(server.pid)
+        server.send_signal(signal.SIGKILL)
+        server.wait(5)
+        for p in workers:  # the orphaned worker would finish the job by itself: take it down too
+            os.kill(p, signal.SIGKILL)
+        server = _serve(tmp_path, port)  # same data directory
+        _until(lambda: httpx.get(f"{base}/v1/tunings/{job['id']}", timeout=1).json()["state"] == "succeeded", 60)
+        final = httpx.get(f"{base}/v1/tunings/{job['id']}", timeout=5).json()
+        result = httpx.get(f"{base}/v1/tunings/{job['id']}/result", timeout=5).json()
+    finally:
+        server.kill()
+        server.wait(5)
+        for p in _children(server.pid):
+            os.kill(p, signal.SIGKILL)
+    assert final["attempts"] == 2  # claimed again after its first worker stopped heartbeating
+    undisturbed = tune_workload("resnet50", "ascend-910b", SearchSettings(), params={"batch": 1}, validate=False)
+    assert result["total_value"] == undisturbed.total_value
+    assert [lay["value"] for lay in result["layers"]] == [lay.value for lay in undisturbed.layers]
