@@ -93,7 +93,10 @@ def prepare(request: TuningRequest) -> Prepared:
         first = next(iter(unsupported.values()))
         raise ProblemError(f"no requested target can answer: {first}", token="targets", hint="choose other targets")
     kind: ResultKind = "comparison" if request.comparison else ("workload" if request.workload else "tune")
-    what = f"{request.workload} {request.params or ''}".strip() if request.workload else problems[0].summary()
+    if request.workload:
+        what = f"{request.workload} {request.params or ''}".strip()
+    else:
+        what = f"{problems[0].label}: {problems[0].summary()}" if problems[0].label else problems[0].summary()
     summary = f"{what} on {', '.join(request.target_list)}"
     key = request.key([problem_hash(p) for p in problems], versions)
     return Prepared(request, kind, problems, settings, key, summary, unsupported)
