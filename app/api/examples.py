@@ -4,41 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from workload.spec import CONV2D_EXAMPLES, EINSUM_EXAMPLES
+
 GEMM = {"kind": "einsum", "label": "GEMM 1024^3", "expr": "mk,kn->mn", "sizes": {"m": 1024, "k": 1024, "n": 1024}}
 
 TUNING_EXAMPLES: dict[str, dict[str, Any]] = {
     "conv2d-wormhole": {
         "summary": "A ResNet-50 3x3 conv2d on wormhole-n150",
-        "value": {
-            "problem": {
-                "kind": "conv2d",
-                "label": "resnet50 conv2_x 3x3",
-                "batch": 1,
-                "in_channels": 64,
-                "out_channels": 64,
-                "input_height": 56,
-                "input_width": 56,
-                "kernel": [3, 3],
-                "stride": [1, 1],
-                "padding": [1, 1],
-                "dtype": "bf16",
-            },
-            "target": "wormhole-n150",
-        },
+        "value": {"problem": CONV2D_EXAMPLES[0], "target": "wormhole-n150"},
     },
     "bmm-rngd": {
         "summary": "A batched matmul on rngd",
-        "value": {
-            "problem": {
-                "kind": "einsum",
-                "label": "batched matmul",
-                "expr": "vmk,vnk->vmn",
-                "sizes": {"v": 8, "m": 512, "n": 512, "k": 1024},
-                "dtype": "bf16",
-                "weight": 1,
-            },
-            "target": "rngd",
-        },
+        "value": {"problem": EINSUM_EXAMPLES[0], "target": "rngd"},
     },
     "attention-trn2": {
         "summary": "Attention scores (Llama-7B prefill) on trn2",
