@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint typecheck pytest bench clean
+.PHONY: run test lint typecheck pytest fuzz bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,10 @@ pytest: $(STAMP)
 	@status=0; $(BIN)/python -m pytest -n 2 -q || status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make pytest: no tests were collected" >&2; fi; \
 	exit $$status
+
+# a long fuzz of the API (seeded, in-process): schemathesis with many cases per operation
+fuzz: $(STAMP)
+	TM_FUZZ_EXAMPLES=400 $(BIN)/python -m pytest -q -p no:xdist tests/app/test_api_fuzz.py -s
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

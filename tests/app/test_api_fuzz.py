@@ -31,7 +31,7 @@ from app.jobs.tables import jobs
 from app.main import create_app
 from app.settings import Settings
 
-EXAMPLES_PER_OPERATION = 20
+EXAMPLES_PER_OPERATION = int(os.environ.get("TM_FUZZ_EXAMPLES", "20"))  # `make fuzz` raises it
 SEED = 20261125
 TOKEN = "fuzz-token"  # the app requires it on every secured route, reads too: the auth checks see it enforced
 CASES: Counter[str] = Counter()
@@ -168,7 +168,7 @@ def test_stateful_create_get_result_cancel(app: FastAPI) -> None:
 
     links = [name for name in dir(Machine) if name.startswith("POST_v1_tunings___202")]
     assert len(links) >= 3, f"POST /v1/tunings should link to the job's routes; links: {links}"
-    Machine.run(settings=settings(HYPOTHESIS, max_examples=30, stateful_step_count=8))
+    Machine.run(settings=settings(HYPOTHESIS, max_examples=max(30, EXAMPLES_PER_OPERATION // 4), stateful_step_count=8))
     print(f"\nstateful steps: {sum(steps.values())}: {dict(sorted(steps.items()))}")
     for reached in (
         "POST /v1/tunings -> 202",
