@@ -40,8 +40,9 @@ def validation_of(problem: Problem, mapping: Any, seed: int) -> tuple[dict[str, 
 
     passed is True only for a mapping the executor checked and passed, False for a failed one and
     None when nothing was checked (a fidelity the executor does not emulate, a validation over the
-    memory cap); the note then says why. A sharded conv validated through its loop nest instead of
-    its halo configuration gets a note saying why, whatever the verdict.
+    memory cap); the note then says why. A conv validated through its halo configuration says so
+    (cores and remote sticks); one validated through its loop nest instead says why, whatever the
+    verdict.
     """
     from executor.validate import ValidationTooLarge, validate_as_run
 
@@ -57,6 +58,8 @@ def validation_of(problem: Problem, mapping: Any, seed: int) -> tuple[dict[str, 
         return data, None, f"validation {report.reason}{how}"
     if report.status == "failed":
         return data, False, f"validation failed: {report.reason}{how}"
+    if report.method == "halo":
+        return data, True, f"validation passed through the halo configuration ({report.notes[0]}){how}"
     fallback = next((n for n in report.notes if n.startswith("halo path not used")), "")
     return data, True, f"validation passed, {fallback}{how}" if fallback else ""
 
