@@ -306,8 +306,8 @@ def validate_sharded_conv(
     need = halo_estimate_bytes(problem, config)
     if need > memory_cap_bytes:
         raise ValueError(
-            f"this convolution's halo validation needs about {need / 2**20:,.0f} MiB, over the "
-            f"{memory_cap_bytes / 2**20:,.0f} MiB cap; validate a smaller batch or image"
+            f"this convolution's halo validation needs about {_mib(need)} MiB, over the "
+            f"{_mib(memory_cap_bytes)} MiB cap; validate a smaller batch or image"
         )
     coverage = [e.message for e in coverage_errors(problem, mapping)] if mapping is not None else []
     inputs = random_inputs(problem, np.random.default_rng(seed))
@@ -369,7 +369,13 @@ def _halo_unfit(problem: Problem, mapping: Mapping, config: HaloConfig, cap: int
     need = halo_estimate_bytes(problem, config)
     if need > cap:
         return (
-            f"the halo run needs about {need / 2**20:,.0f} MiB, over the {cap / 2**20:,.0f} MiB cap "
+            f"the halo run needs about {_mib(need)} MiB, over the {_mib(cap)} MiB cap "
             "(the loop nest can run on a proxy)"
         )
     return None
+
+
+def _mib(n: float) -> str:
+    """Bytes as MiB: whole above 10 MiB, three significant digits below."""
+    v = n / 2**20
+    return f"{v:,.0f}" if v >= 10 else f"{v:.3g}"

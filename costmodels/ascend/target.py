@@ -101,10 +101,11 @@ class AscendTarget(FamilyTarget[Prepared]):
         else:
             _, t, _ = self.prepared(problem).vector_terms(cols)
             if not bool(t["ub"][0] <= self.hardware.ub_bytes):
+                dn = " and the DN tile as loaded (transposed by TTRANS)" if self._vector(problem).transposed else ""
                 out.append(
                     Violation(
                         code="ub-capacity",
-                        message=f"UB needs {float(t['ub'][0]) / 1024:g} KiB for the src, tmp and dst tiles, "
+                        message=f"UB needs {float(t['ub'][0]) / 1024:g} KiB for the src, tmp and dst tiles{dn}, "
                         f"{self.hardware.ub_bytes / 1024:g} KiB available: reduce row_block or col_block",
                     )
                 )

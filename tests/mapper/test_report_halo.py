@@ -73,7 +73,7 @@ def test_bf16_accumulating_sharded_conv_falls_back_to_the_loop_nest() -> None:
 def test_sharded_conv_over_the_cap_falls_back_to_a_proxy_of_the_loop_nest() -> None:
     m = _mapping(memory="l1-sharded", layout="height/2")
     r = validate_as_run(_conv(), m, memory_cap_bytes=64 * 1024)
-    assert r.method == "proxy" and "over the 0 MiB cap" in r.notes[0], r.notes
+    assert r.method == "proxy" and "over the 0.0625 MiB cap" in r.notes[0], r.notes
 
 
 def test_halo_validation_still_fails_a_loop_nest_that_misses_points() -> None:
