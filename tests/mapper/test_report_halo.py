@@ -84,3 +84,29 @@ def test_halo_validation_still_fails_a_loop_nest_that_misses_points() -> None:
     broken = m.model_copy(update={"levels": tuple(levels)})
     r = validate_as_run(_conv(), broken)
     assert r.method == "halo" and r.status == "failed" and r.reason.startswith("coverage:")
+
+
+def test_the_validated_halo_is_the_one_the_cost_model_charges() -> None:
+    """Block sharding: the halo over the layout's R row cores, as `tenstorrent.shape.layout_stats` prices it."""
+    from costmodels.tenstorrent.shape import layout_stats, tt_shape
+
+    p = conv2d(
+        batch=1, in_channels=128, out_channels=128, input_height=28, input_width=28, kernel=(3, 3), stride=(1, 1),
+        padding=(1, 1), dilation=(1, 1), groups=1, dtype="bf16",
+    )  # fmt: skip
+    t = get_target("wormhole-n150")
+    found = tune(p, t, SearchSettings(), validate=False)
+    assert found.point is not None
+    m = t.mapping(p, {**found.point, "memory": "l1-sharded", "layout": "block/8x4"})
+    assert t.check(p, m) == []
+    config, _ = halo_config_of(p, m)
+    hw = t.hardware  # type: ignore[attr-defined]
+    stats = layout_stats(tt_shape(p, hw.tile), hw, "block/8x4")
+    assert config is not None and config.num_cores == 8
+    assert (config.max_buffer_sticks(), config.max_remote_sticks(), config.total_remote_sticks()) == (
+        stats.halo_buffer_sticks,
+        stats.halo_max_remote_sticks,
+        stats.halo_total_remote_sticks,
+    )
+    r = validate_as_run(p, m)
+    assert r.method == "halo" and r.passed
