@@ -4,6 +4,14 @@
 validates a proxy (`executor.proxy.shrink`) that keeps the mapping's structure with fewer outer
 iterations, and says so in the report.
 
+`validate_as_run` validates a mapping the way it runs: an L1-sharded Tenstorrent conv through its
+halo configuration (`validate_sharded_conv`, method ``halo``: each core builds its buffer from
+padding, local and remote sticks and computes its output sticks from it), everything else through
+its loop nest (`validate`). A sharded conv falls back to its loop nest, and the report says why,
+when the halo executor cannot judge it: a math fidelity other than the exact one or a narrower
+accumulator than the problem's (the halo executor multiplies exact products and accumulates in the
+problem's type), or a halo run over the memory cap (the loop nest then runs on a proxy).
+
 The verdict is three-valued (`ValidationReport.status`, with its `reason`):
 
 - ``failed``: the mapping does not cover the iteration space exactly once (`coverage_errors`,
@@ -52,6 +60,9 @@ DEFAULT_CAP_BYTES = 256 * 1024 * 1024
 
 Status = Literal["passed", "failed", "not-checked"]
 
+#: how the numbers were produced: the whole loop nest, a proxy of it, or the halo configuration
+Method = Literal["full", "proxy", "halo"]
+
 
 class ValidationReport(BaseModel):
     """Outcome of one validation run.
@@ -64,7 +75,7 @@ class ValidationReport(BaseModel):
     passed: bool
     status: Status
     reason: str
-    method: Literal["full", "proxy"]
+    method: Method
     elements_compared: int
     checked_fraction: float
     max_abs_error: float
@@ -213,7 +224,7 @@ def validate(
     coverage = [e.message for e in coverage_errors(problem, mapping)]
     notes = [f"coverage: {m}" for m in coverage]
     not_emulated = fidelity_mod.unsupported(problem, mapping)
-    method: Literal["full", "proxy"] = "full"
+    method: Method = "full"
     run_problem, run_mapping_ = problem, mapping
     # each extra operand set of an emulated fidelity (HiFi3 has two) holds its own padded operands
     cap = memory_cap_bytes if not_emulated else memory_cap_bytes // fidelity_mod.operand_sets(mapping)
@@ -261,32 +272,110 @@ def validate(
     )
 
 
+def halo_estimate_bytes(problem: Problem, config: HaloConfig) -> int:
+    """Upper estimate of the peak memory of `validate_sharded_conv`.
+
+    The inputs, the reference (with its im2col temporary) and the comparison, as `proxy.estimate_bytes`
+    counts them for the flat loop nest, plus the largest core's halo buffer and its gathered windows
+    (``out sticks x Kh x Kw x G x Ci`` in the compute type, twice for the contraction's copy).
+    """
+    params = config.params
+    compute = numerics.compute_dtype(problem).itemsize
+    window = params.kernel[0] * params.kernel[1] * params.in_channels
+    outs = max((c.out_end - c.out_start for c in config.cores), default=0)
+    per_core = config.max_buffer_sticks() * params.in_channels * compute + 2 * outs * window * compute
+    return proxy_mod.estimate_bytes(problem, flat_mapping(problem)) + per_core
+
+
 def validate_sharded_conv(
-    problem: Problem, config: HaloConfig, *, seed: int = 0, memory_cap_bytes: int = DEFAULT_CAP_BYTES
+    problem: Problem,
+    config: HaloConfig,
+    *,
+    seed: int = 0,
+    memory_cap_bytes: int = DEFAULT_CAP_BYTES,
+    mapping: Mapping | None = None,
 ) -> ValidationReport:
     """Run a sharded convolution from its halo configuration and compare it with the reference.
+
+    With `mapping` (the mapping the configuration was built from), its coverage is checked too:
+    a loop nest that misses or repeats a point fails whatever the halo run computes.
 
     Raises:
         ValueError: the convolution is too large to validate within `memory_cap_bytes`.
     """
-    flat = flat_mapping(problem)
-    if proxy_mod.estimate_bytes(problem, flat) > memory_cap_bytes:
-        raise ValueError("this convolution exceeds the validation memory cap; validate a smaller batch or image")
+    need = halo_estimate_bytes(problem, config)
+    if need > memory_cap_bytes:
+        raise ValueError(
+            f"this convolution's halo validation needs about {_mib(need)} MiB, over the "
+            f"{_mib(memory_cap_bytes)} MiB cap; validate a smaller batch or image"
+        )
+    coverage = [e.message for e in coverage_errors(problem, mapping)] if mapping is not None else []
     inputs = random_inputs(problem, np.random.default_rng(seed))
     result = run_sharded_conv(problem, config, inputs)
     ref = evaluate(problem, inputs)
     fields = compare(problem, result, ref, _abs_sum(problem, [inputs]))
-    within = bool(fields.pop("within"))
-    n, bad = fields["elements_compared"], fields["failing_elements"]
+    status, reason = verdict(problem, mapping or flat_mapping(problem), fields, coverage, None)
+    fields.pop("within")
+    remote = f"{config.num_cores} cores, {config.total_remote_sticks()} remote sticks"
     return ValidationReport(
-        passed=within,
-        status="passed" if within else "failed",
-        reason=f"all {n} compared elements within the tolerance"
-        if within
-        else f"{bad} of {n} compared elements outside the tolerance (first at {fields['first_failing_index']})",
-        method="full",
+        passed=status == "passed",
+        status=status,
+        reason=f"{reason} (halo configuration: {remote})",
+        method="halo",
         checked_fraction=1.0,
         validated_axes=dict(problem.axes),
-        notes=(f"{config.num_cores} cores, {config.total_remote_sticks()} remote sticks",),
+        notes=(remote, *(f"coverage: {m}" for m in coverage)),
         **fields,
     )
+
+
+def validate_as_run(
+    problem: Problem, mapping: Mapping, *, seed: int = 0, memory_cap_bytes: int = DEFAULT_CAP_BYTES
+) -> ValidationReport:
+    """Validate `mapping` the way it runs (module docstring): an L1-sharded Tenstorrent conv through its
+    halo configuration, anything else, or a sharded conv the halo path cannot judge, through its loop nest.
+
+    A fallback is named in the report: its first note (and the end of its reason) says that the
+    halo path was not used and why.
+    """
+    from costmodels.tenstorrent.halo_of import halo_config_of
+
+    config, _ = halo_config_of(problem, mapping)
+    if config is None:
+        return validate(problem, mapping, seed=seed, memory_cap_bytes=memory_cap_bytes)
+    why = _halo_unfit(problem, mapping, config, memory_cap_bytes)
+    if why is None:
+        return validate_sharded_conv(problem, config, seed=seed, memory_cap_bytes=memory_cap_bytes, mapping=mapping)
+    report = validate(problem, mapping, seed=seed, memory_cap_bytes=memory_cap_bytes)
+    note = f"halo path not used: {why}; validated through the loop nest ({report.method})"
+    return report.model_copy(update={"reason": f"{report.reason}; {note}", "notes": (note, *report.notes)})
+
+
+def _halo_unfit(problem: Problem, mapping: Mapping, config: HaloConfig, cap: int) -> str | None:
+    """Why the halo executor cannot judge `mapping` (None when it can)."""
+    fid = fidelity_mod.fidelity_of(mapping)
+    if fid is not None and fid != "HiFi4":
+        return (
+            f"math fidelity {fid}: the halo executor multiplies exact products, the loop-nest executor "
+            "emulates the fidelity's phases"
+        )
+    if fid is not None and fidelity_mod.unsupported(problem, mapping):
+        return f"{fidelity_mod.unsupported(problem, mapping)}"
+    if narrower_accumulator(problem, mapping.acc_dtype):
+        return (
+            f"the mapping accumulates in {mapping.acc_dtype}, the halo executor in the problem's "
+            f"{problem.acc_dtype}; the loop-nest executor emulates the narrower accumulator"
+        )
+    need = halo_estimate_bytes(problem, config)
+    if need > cap:
+        return (
+            f"the halo run needs about {_mib(need)} MiB, over the {_mib(cap)} MiB cap "
+            "(the loop nest can run on a proxy)"
+        )
+    return None
+
+
+def _mib(n: float) -> str:
+    """Bytes as MiB: whole above 10 MiB, three significant digits below."""
+    v = n / 2**20
+    return f"{v:,.0f}" if v >= 10 else f"{v:.3g}"

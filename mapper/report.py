@@ -1,4 +1,10 @@
-"""Turn what a strategy found into a `TuneResult`: price, bound, render and validate the best mapping."""
+"""Turn what a strategy found into a `TuneResult`: price, bound, render and validate the best mapping.
+
+The best mapping is validated the way it runs (`executor.validate.validate_as_run`): an L1-sharded
+Tenstorrent conv through its halo configuration, anything else through its loop nest. The
+validation report's ``method`` names what ran (``halo``, ``full`` or ``proxy``), and a sharded conv
+that fell back to its loop nest says why in the result's notes.
+"""
 
 from __future__ import annotations
 
@@ -30,26 +36,32 @@ class Found:
 
 
 def validation_of(problem: Problem, mapping: Any, seed: int) -> tuple[dict[str, Any] | None, bool | None, str]:
-    """Run the executor on the best mapping: (report as JSON data, passed, note).
+    """Run the executor on the best mapping as it runs: (report as JSON data, passed, note).
 
     passed is True only for a mapping the executor checked and passed, False for a failed one and
     None when nothing was checked (a fidelity the executor does not emulate, a validation over the
-    memory cap); the note then says why.
+    memory cap); the note then says why. A conv validated through its halo configuration says so
+    (cores and remote sticks); one validated through its loop nest instead says why, whatever the
+    verdict.
     """
-    from executor.validate import ValidationTooLarge, validate
+    from executor.validate import ValidationTooLarge, validate_as_run
 
     try:
-        report = validate(problem, mapping, seed=seed)
+        report = validate_as_run(problem, mapping, seed=seed)
     except ValidationTooLarge as e:  # not a verdict on the mapping: it could not be checked within the cap
         return None, None, f"not validated: {e}"
     except Exception as e:  # the executor's failure must not lose the search result
         return None, False, f"validation raised {type(e).__name__}: {e}"
     data = report.model_dump(mode="json")
+    how = f" [method: {report.method}]"
     if report.status == "not-checked":
-        return data, None, f"validation {report.reason}"
+        return data, None, f"validation {report.reason}{how}"
     if report.status == "failed":
-        return data, False, f"validation failed: {report.reason}"
-    return data, True, ""
+        return data, False, f"validation failed: {report.reason}{how}"
+    if report.method == "halo":
+        return data, True, f"validation passed through the halo configuration ({report.notes[0]}){how}"
+    fallback = next((n for n in report.notes if n.startswith("halo path not used")), "")
+    return data, True, f"validation passed, {fallback}{how}" if fallback else ""
 
 
 def package_result(

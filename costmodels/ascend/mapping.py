@@ -99,6 +99,7 @@ def vector_mapping(s: VectorSetup, preset: str, point: dict[str, Choice]) -> Map
         dst_tile=f"{r}x1",
         src_layout="ND",
         dst_layout="DN",
+        load_layout="DN" if s.transposed else "ND",  # as MTE2 brings the tile from GM (vector.py docstring)
         src_dtype=dt,
         dst_dtype=dt,
     )

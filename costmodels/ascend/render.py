@@ -67,6 +67,11 @@ def render_mapping(problem: Problem, hw: AscendHardware, preset: str, mapping: M
         else f"{hw.aiv_cores} AIV cores; double buffering {'on' if kn['double_buffer'] else 'off'}"
     )
     body = _nest(mapping, VECTOR_NOTES)
+    if kn.get("load_layout") == "DN":  # the reduced axes are not contiguous in GM (ascend/vector.py docstring)
+        body.append(
+            f"{depth}TTRANS(Tile<Vec,{hw.cpp(problem.inputs[0].dtype)},{sr},{sc}> src <- {sc}x{sr} DN tile as loaded)"
+            "   # the input's contiguous axis is kept: make the rows contiguous for the row reduction"
+        )
     body.append(
         f"{depth}{kn['instruction']}(Tile<Vec,{dt},{sr},1,ColMajor> dst, Tile<Vec,{dt},{sr},{sc}> src, "
         f"Tile<Vec,{dt},{sr},{sc}> tmp)   # tile {tile}"

@@ -101,10 +101,11 @@ class AscendTarget(FamilyTarget[Prepared]):
         else:
             _, t, _ = self.prepared(problem).vector_terms(cols)
             if not bool(t["ub"][0] <= self.hardware.ub_bytes):
+                dn = " and the DN tile as loaded (transposed by TTRANS)" if self._vector(problem).transposed else ""
                 out.append(
                     Violation(
                         code="ub-capacity",
-                        message=f"UB needs {float(t['ub'][0]) / 1024:g} KiB for the src, tmp and dst tiles, "
+                        message=f"UB needs {float(t['ub'][0]) / 1024:g} KiB for the src, tmp and dst tiles{dn}, "
                         f"{self.hardware.ub_bytes / 1024:g} KiB available: reduce row_block or col_block",
                     )
                 )
@@ -140,7 +141,15 @@ class AscendTarget(FamilyTarget[Prepared]):
             names = {"vector": "vector", "mte2": "dma", "mte3": "dma", "hbm": "dma"}
             bound = names[max(breakdown, key=lambda k: breakdown[k])]
             levels = {"hbm": pick["offchip"], "ub": pick["ub_in"] + pick["ub_out"]}
-            notes = (f"{self._vector(problem).instruction} on {int(pick['cores_used'])} vector cores",)
+            vs = self._vector(problem)
+            notes = (f"{vs.instruction} on {int(pick['cores_used'])} vector cores",)
+            if vs.transposed:
+                notes += (
+                    f"{pick['transpose']:,.0f} cycles of TTRANS: the input's contiguous axis "
+                    f"{vs.contiguous_axis} is kept, and {vs.instruction} reduces the rows of an ND (row-major) "
+                    "tile (pto-trowprod.txt, Tile layout of src), so each loaded tile is transposed first "
+                    "[ASSUMPTION: priced as one vector pass over the tile; see costmodels/ascend/vector.py]",
+                )
             peak_cycles = lb.compute_cycles
         return CostReport(
             cycles=cycles,

@@ -16,7 +16,21 @@ What is modelled (hardware-facts.md §3.1 TROWPROD rows, §3.2 step 7):
 - sum, max, min: the ``vcadd``-style row reduction, 7 cycles per 256 B repeat plus a 14-cycle
   head and 32-cycle tail, after ``vadd``-folding longer rows (2 cycles per repeat); max and min
   are priced like sum (ASSUMPTION: vcmax/vcmin cost as vcadd);
-- a TCVT pass when the input dtype differs from the compute dtype (f32 if either side is f32).
+- a TCVT pass when the input dtype differs from the compute dtype (f32 if either side is f32);
+- a transposed load when the reduced axes are not the input's contiguous ones (``ji->i``: the
+  kept axis ``i`` is innermost in memory). TROWPROD (like TROWSUM) reduces the rows of an ND
+  (row-major) src tile (pto-trowprod.txt, Constraints: "Tile layout of src: ND fractal
+  (isRowMajor ...)"; Math Interpretation: ``dst[i,0] = prod_j src[i,j]``), and hardware-facts.md §3.1
+  (TROWPROD dtypes / layout) lists no column-reduction form; TMATMUL's operand layouts are fixed
+  fractals too (pto-tmatmul.txt, Constraints). So MTE2 brings in the tile as it lies in GM, columns x
+  rows (DN with respect to the reduction), and a transpose (PTO's TTRANS) makes it ND before the
+  reduction. [ASSUMPTION] The references give no cycle count for a transpose: it is priced as one
+  elementwise vector instruction over the tile's bytes (`_vec_op`: the fixed cost plus 2 cycles per
+  256 B repeat, hardware-facts.md §3.1 Vector unit), and the DN tile MTE2 writes is its own UB
+  buffer, double-buffered like the src; its short strided bursts move at the GM->UB rate like any
+  load (no reference gives a burst-size penalty). A column reduction by elementwise ``vmul``/``vadd`` across
+  the rows of the DN tile would avoid the transpose; it is not modelled (no reference prices it
+  against the row instructions), so the model prices what the references describe.
 """
 
 from __future__ import annotations
@@ -70,6 +84,22 @@ class VectorSetup:
     @property
     def instruction(self) -> str:
         return INSTRUCTION[self.problem.reduce_op]
+
+    @property
+    def transposed(self) -> bool:
+        """The input's innermost dimensions after its last reduced one are kept axes of more than one
+        element: a tile of the input is DN for TROWPROD and needs a transpose (module docstring)."""
+        op = self.problem.inputs[0]
+        red = set(self.problem.reduction_axes)
+        axes = [d.axes[0] if d.is_plain() else None for d in op.dims]
+        last = max((i for i, a in enumerate(axes) if a in red), default=-1)
+        inner = [a for a in axes[last + 1 :] if a is not None]
+        return int(np.prod([self.problem.axes[a] for a in inner], dtype=np.int64)) > 1
+
+    @property
+    def contiguous_axis(self) -> str:
+        """The input's innermost axis (the one contiguous in memory)."""
+        return self.problem.inputs[0].dims[-1].axes[-1]
 
     @property
     def in_ratio(self) -> float:
@@ -131,6 +161,11 @@ def vector_terms(s: VectorSetup, a: dict[str, np.ndarray]) -> dict[str, np.ndarr
     cvt_in = rb * round_up(cc * s_in, al) if s.src_dtype != s.compute_dtype else np.zeros_like(src)
     ub = (src + cvt_in) * (1 + db) + src + dst * np.where(chunks > 1, 2, 1)
     t_tile = row_reduce_cycles(hw, s.problem.reduce_op, s.compute_dtype, rb, cc)
+    t_trans = np.zeros_like(t_tile)
+    if s.transposed:  # the DN tile as loaded (cc rows of rb contiguous elements), then TTRANS into src
+        ub = ub + cc * round_up(rb * s_in, al) * (1 + db)
+        t_trans = _vec_op(hw, rb * cc * s_in) + np.zeros_like(t_tile)
+        t_tile = t_tile + t_trans
     if s.src_dtype != s.compute_dtype:
         t_tile = t_tile + _vec_op(hw, rb * cc * sc)
     t_comb = _vec_op(hw, rb * sc)
@@ -150,6 +185,7 @@ def vector_terms(s: VectorSetup, a: dict[str, np.ndarray]) -> dict[str, np.ndarr
         "ub": ub,
         "src": src,
         "vector": vec,
+        "transpose": rpc * chunks * t_trans,
         "mte2": mte2,
         "mte3": mte3,
         "hbm": hbm,

@@ -41,6 +41,7 @@ CONSTRAINTS: dict[str, str] = {
     "shards": "clusters and slices used must exist on the part",
     "feed-flits": "feed_flits must fit the flit buffer (<= 3 flits; 3 only for shift-reuse)",
     "trf-capacity": "the weight tile must fit the TRF (half of it when double-buffered)",
+    "trf-split": "a trf_split that only adds padding is pruned: half of it gives no more TRF loads, none larger",
     "accumulator": "accumulated outputs must fit the Time Reducer (128 cells per row)",
     "dm-capacity": "a slice's operand share, or its streaming working set, must fit its DM (512 KiB)",
     "shift-window": "the shift window must fit the shift buffer",
@@ -113,7 +114,9 @@ def point_violations(hw: RngdHardware, res: Arrays) -> Arrays:
 
 
 #: constraints fixed by the choices of one stage, and those of the whole point
-STATIC_CODES = ("packet", "rows", "shards", "feed-flits", "shift-window", "shift-range", "shift-unsupported")
+STATIC_CODES = (
+    "packet", "rows", "shards", "feed-flits", "trf-split", "shift-window", "shift-range", "shift-unsupported",
+)  # fmt: skip
 POINT_CODES = ("trf-capacity", "accumulator", "dm-capacity")
 
 

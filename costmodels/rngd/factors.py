@@ -140,8 +140,12 @@ def packet_factors(
 def lane_factors(
     r: Roles, e2: dict[str, np.ndarray], pkt: dict[str, np.ndarray], rows: np.ndarray, trf: np.ndarray
 ) -> Arrays:
-    """Stage 3: rows, TRF chunks and the remaining H loop of the N axes (``pkt`` of the N axes given)."""
-    out: Arrays = {"rows": rows, "trf": trf}
+    """Stage 3: rows, TRF chunks and the remaining H loop of the N axes (``pkt`` of the N axes given).
+
+    ``trf_padding_only`` marks a ``trf_split`` that only adds padding: half of it gives no more
+    TRF loads (``tn``) and no larger ones (``hn``), so it is pruned (`trf_padding_only`).
+    """
+    out: Arrays = {"rows": rows, "trf": trf, "trf_padding_only": np.zeros(len(trf), dtype=bool)}
     nx = list(r.axes["n"])
     if not nx:
         return out
@@ -152,7 +156,33 @@ def lane_factors(
     for a, f in zip(nx, _take([rem[a] for a in nx], trf, inner=False), strict=True):
         out[f"t:{a}"] = f
         out[f"h:{a}"] = _ceil(rem[a], f)
+    out["trf_padding_only"] = trf_padding_only(
+        [rem[a] for a in nx], trf, [out[f"t:{a}"] for a in nx], [out[f"h:{a}"] for a in nx]
+    )
     return out
+
+
+def trf_padding_only(rem: list[np.ndarray], trf: np.ndarray, t: list[np.ndarray], h: list[np.ndarray]) -> np.ndarray:
+    """Points whose ``trf_split`` is dominated by half of it (the other choices the same).
+
+    The TRF split enters the RNGD cost only through the products ``tn`` (TRF loads: product of
+    the ``t`` factors) and ``hn`` (N groups per load: product of the ``h`` factors), and every
+    cost term and objective is non-decreasing in each (`rngd.cost.combine`: packets
+    ``la * tn * hn``, stream ``tn * max(hn * nbc, 1)``, drain ``tn * hn``, TRF tile and working set
+    ``hn``, fill ``tn * hn``, HBM bytes ``tn`` when streaming, accumulator cells ``hn``; the totals
+    are sums and maxima of these), as is every constraint that depends on them (TRF capacity,
+    accumulator, DM). So when ``trf_split / 2`` (also in the space: its choices are the powers of
+    two up to a bound) gives ``tn' <= tn`` and ``hn' <= hn``, it is at least as good on every
+    objective and feasible whenever this point is: the point only adds padding (whole chunks of
+    dummy N, e.g. 8 loads of one N group where 4 loads cover 3) or repeats a smaller split.
+    """
+    half = np.maximum(trf // 2, 1)
+    t2 = _take(rem, half, inner=False)
+    tn = np.prod(np.stack(t), axis=0)
+    hn = np.prod(np.stack(h), axis=0)
+    tn2 = np.prod(np.stack(t2), axis=0)
+    hn2 = np.prod(np.stack([_ceil(x, f) for x, f in zip(rem, t2, strict=True)]), axis=0)
+    return (trf >= 2) & (tn2 <= tn) & (hn2 <= hn)
 
 
 def factors(problem: Problem, hw: RngdHardware, cols: Cols) -> Arrays:

@@ -10,6 +10,11 @@ contraction-engine-rngd.txt, case studies::
 
 ``A/p=f`` is the outer part of an axis split (stride p), ``W=30+2#`` a packet with 2 dummy
 slots, ``1+1z`` a zero slot, ``$(W:2=15 + Fw=4)=32`` the shift-reuse input window.
+
+A split axis whose loops run past its size (N over TRF chunks of whole row groups, an axis over
+slices) shows its padding on its outermost loop, in the same ``real+dummy#`` form: ``N/8=3+1#``
+(four chunks of 8 where N = 24 needs three) when the padding is whole outer steps, otherwise the
+axis total after the loop, ``N/16=2(N=24+8#)`` (two chunks of 16, the second half padding).
 """
 
 from __future__ import annotations
@@ -28,13 +33,21 @@ def _name(problem: Problem, axis: str) -> str:
     return axis.upper() if len(axis) == 1 else axis
 
 
-def _loop_text(problem: Problem, lp: Loop, *, pad: str = "#", slots: int = 0) -> str:
-    """``A=f``, ``A/p=f`` for an outer part, ``A=s+d#`` when the loop runs past the axis."""
+def _loop_text(problem: Problem, lp: Loop, *, pad: str = "#", slots: int = 0, axis_pad: int = 0) -> str:
+    """``A=f``, ``A/p=f`` for an outer part, ``A=s+d#`` when the loop runs past the axis.
+
+    ``axis_pad``: dummy points of the whole axis, given for the outermost loop of a split axis
+    (module docstring).
+    """
     a = _name(problem, lp.axis)
     size = problem.axes[lp.axis]
     stride = lp.stride or 1
     if stride > 1:
-        return f"{a}/{stride}={lp.factor}"
+        if axis_pad <= 0:
+            return f"{a}/{stride}={lp.factor}"
+        if size % stride == 0 and axis_pad % stride == 0:
+            return f"{a}/{stride}={size // stride}+{axis_pad // stride}{pad}"
+        return f"{a}/{stride}={lp.factor}({a}={size}+{axis_pad}{pad})"
     real = min(lp.factor, size)
     dummy = max(lp.factor - size, 0) + max(slots - lp.factor, 0)
     return f"{a}={real}+{dummy}{pad}" if dummy else f"{a}={real}"
@@ -92,7 +105,10 @@ def render_mapping(problem: Problem, m: Mapping) -> str:
     shift = bool(m.knobs.get("shift"))
     h = _level(m, "slice") + _level(m, "time")
     row, pkt = _level(m, "row"), _level(m, "packet")
-    text = lambda lp: _loop_text(problem, lp, pad=_fill_mark(m, lp.axis))  # noqa: E731
+    outer = _padded_outer_loops(problem, m)
+    text = lambda lp: _loop_text(  # noqa: E731
+        problem, lp, pad=_fill_mark(m, lp.axis), axis_pad=outer.get(id(lp), 0)
+    )
     # Input: H loops over the moving input's axes, then its packet (shift: the window)
     if shift:
         w_loop = next((lp for lp in pkt if lp.axis == "ow"), None)
@@ -144,3 +160,22 @@ def _zero(pkt: tuple[Loop, ...]) -> int:
 
 def _row_factor(row: tuple[Loop, ...], axis: str) -> int:
     return next((lp.factor for lp in row if lp.axis == axis), 1)
+
+
+def _padded_outer_loops(problem: Problem, m: Mapping) -> dict[int, int]:
+    """id of the outermost (largest-stride) loop of each split axis that runs past its size -> its dummy points.
+
+    Zero slots (``1+1z``) are left to the packet notation, and so are axes they pad.
+    """
+    out: dict[int, int] = {}
+    loops = [lp for lvl in m.levels for lp in lvl.loops]
+    zero_axes = {lp.axis for lp in loops if _is_zero_slot(lp)}
+    for axis, size in problem.axes.items():
+        mine = [lp for lp in loops if lp.axis == axis]
+        extra = m.padded_size(axis) - size
+        if axis in zero_axes or extra <= 0 or len(mine) < 2:
+            continue
+        top = max(mine, key=lambda lp: lp.stride or 1)
+        if (top.stride or 1) > 1:
+            out[id(top)] = extra
+    return out

@@ -120,7 +120,8 @@ def build_tables(problem: Problem, hw: RngdHardware, space: SearchSpace) -> Tabl
     # A point of a bad S x P or S x L entry costs infinity (la, dma), so only the point-level
     # constraints remain to check per point; its objectives are masked to inf anyway.
     fa = {key: np.where(bad_a, np.inf, qa[key]) if key == "la" else qa[key].astype(float) for key in keys_a}
-    fn = {key: np.where(qn["bad:rows"], np.inf, qn[key]) if key == "dma" else qn[key].astype(float) for key in N_KEYS}
+    bad_n = qn["bad:rows"] | qn["bad:trf-split"]
+    fn = {key: np.where(bad_n, np.inf, qn[key]) if key == "dma" else qn[key].astype(float) for key in N_KEYS}
     fn.update({key: qn[key] for key in ("offchip", "share_r", "wpen")})
     return Tables(
         n_p=n_p,

@@ -11,8 +11,9 @@ lands on ``[chip | cluster | slice (H loops) | row | time | packet]``
 - ``rows``: lanes used, holding N (1, 2, 4, 8).
 - ``inner``: innermost time loop, ``"k"`` (time reduction) or ``"n"`` (time broadcast of the
   streamed packet over N/rows groups held in the accumulator).
-- ``trf_split``: N chunks per slice, each a separate TRF load; ``double_buffer``: FirstHalf /
-  SecondHalf TRF mode.
+- ``trf_split``: N chunks per slice, each a separate TRF load (a split that only adds padding,
+  dominated by half of it, is pruned: `rngd.factors.trf_padding_only`, violation ``trf-split``);
+  ``double_buffer``: FirstHalf / SecondHalf TRF mode.
 - ``clusters``/``cluster_role`` and ``slices``/``slice_role``: sharding of one role over each.
 - ``feed_flits``: flits per packet (1 or 2) or, with ``shift``, the shift buffer depth (2, 3).
 - ``shift``: convolution shift-reuse (conv problems only), as in the conv case studies.

@@ -158,4 +158,5 @@ def lane_quantities(hw: RngdHardware, k: Consts, r: Roles, f: Arrays, qs: Arrays
         "kval": np.where(qs["ksplit"] > 1, qs["ksplit"], 0),
         "kflag": (qs["ksplit"] > 1).astype(np.int64),
         "bad:rows": ~np.isin(rows, ROW_CHOICES) | (rows > hw.rows),
+        "bad:trf-split": np.asarray(f["trf_padding_only"], dtype=bool),
     }

@@ -14,6 +14,7 @@ from costmodels.family import KNOBS, RULE_CODES, ProblemRules
 from costmodels.protocol import Choice, Violation
 from costmodels.rngd.cost import CONSTRAINTS, kib
 from costmodels.rngd.hardware import ROW_CHOICES, RngdHardware
+from costmodels.rngd.space import roles_of
 from workload import dtypes
 from workload.problem import Problem
 
@@ -96,6 +97,20 @@ def violation_messages(
                 message=f"feed_flits={point['feed_flits']}: the Stream Adapter's flit buffer holds "
                 f"{hw.flit_buffer_bytes} B ({hw.max_feed_flits} flits); a packet is at most "
                 f"{hw.packet_bytes // hw.flit_bytes} flits, and 3 flits are only for conv shift-reuse: use 1 or 2",
+            )
+        )
+    if bad("trf-split"):
+        n_axes = roles_of(problem).axes["n"]
+        tn = int(np.prod([val(f"t:{a}") for a in n_axes]))
+        hn = int(np.prod([val(f"h:{a}") for a in n_axes]))
+        smaller = int(point["trf_split"]) // 2
+        out.append(
+            Violation(
+                code="trf-split",
+                message=f"trf_split={point['trf_split']} loads the TRF {tn} time{'s' if tn != 1 else ''} with "
+                f"{hn} N group(s) each; trf_split={smaller} needs no more loads and none larger, so the extra "
+                f"loads hold only padding (dummy N) or repeat the smaller split: use trf_split={smaller} "
+                "(the space prunes this split)",
             )
         )
     if bad("trf-capacity"):

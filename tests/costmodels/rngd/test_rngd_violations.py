@@ -165,6 +165,7 @@ TRIPS: dict[str, Callable[[], list[Violation]]] = {
     "rows": lambda: _mapped(GEMM, {**BASE, "rows": 3}),
     "shards": lambda: _mapped(GEMM, {**BASE, "slices": 512}),
     "feed-flits": lambda: _mapped(GEMM, {**BASE, "feed_flits": 3}),
+    "trf-split": lambda: _mapped(GEMM, {**BASE, "trf_split": 4}),  # N=16 on 8 rows: 2 groups, 4 loads pad
     "trf-capacity": lambda: _mapped(
         einsum("mk,nk->mn", {"m": 8, "k": 2048, "n": 48}, weight=1), {**BASE, "inner": "k"}
     ),
