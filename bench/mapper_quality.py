@@ -135,14 +135,14 @@ def first_within(result: TuneResult, opt: float | None) -> tuple[int, int] | Non
 def _compare_job(preset: str, problem: Problem, opt: float | None, point: dict[str, Any] | None) -> dict[str, Any]:
     """Untimed work of one layer: validate the mapper's answer, run the side-by-side searches."""
     from costmodels.registry import get_target
-    from executor.validate import validate
+    from executor.validate import validate_as_run
 
     target = get_target(preset)
     out: dict[str, Any] = {"validation": None}
     if point is not None:
         t0 = time.perf_counter()
         try:
-            report = validate(problem, target.mapping(problem, point), seed=BUDGET.seed)
+            report = validate_as_run(problem, target.mapping(problem, point), seed=BUDGET.seed)
             passed: bool | None = {"passed": True, "failed": False}.get(report.status)  # None: not checked
             error = None if passed is not None else report.reason
         except MemoryError:  # the worker's address-space cap (see `_cap_memory`) stopped a runaway validation
