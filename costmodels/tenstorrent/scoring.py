@@ -24,7 +24,7 @@ from functools import cached_property
 
 import numpy as np
 
-from costmodels.choice_codes import SpaceCoder
+from costmodels.choice_codes import UNKNOWN, ChoiceCoder, SpaceCoder
 from costmodels.protocol import SearchSpace, Violation
 from costmodels.tenstorrent.cost import MEMORIES, evaluate
 from costmodels.tenstorrent.hardware import TensixHardware
@@ -194,6 +194,57 @@ def score_general(shape: TTShape, hw: TensixHardware, cols: dict[str, np.ndarray
     )
 
 
+class LayoutCoder(ChoiceCoder):
+    """A `ChoiceCoder` for the layout column that stays vectorised with hundreds of layout strings.
+
+    The shared coder tells string choices apart by at most three character positions; the legal
+    space's layouts (``height/R``, ``block/RxC``, ``width/C`` for every core count) need more, and
+    it would fall back to sorting every column. This one hashes each string's characters (a
+    weighted sum, wrapping in int64), finds the hash's slot in a table where the choices' hashes
+    fall in distinct slots, and keeps the slot's code only where the string equals that choice
+    exactly: any other string gets UNKNOWN (then the general formulas price it), never a wrong code.
+    """
+
+    def __init__(self, choices: tuple[str, ...]) -> None:
+        super().__init__(choices)
+        self.strings = np.asarray(choices, dtype=str)
+        self.width = self.strings.dtype.itemsize // 4
+        self.weights = np.array([pow(131, j + 1, (1 << 61) - 1) for j in range(self.width)], dtype=np.int64)
+        keys = self._keys(self.strings)
+        # the smallest table size at which the choices' hashes land in distinct slots (a perfect hash)
+        sizes = range(max(1, len(choices)), 64 * len(choices) + 2)
+        self.slots = next((m for m in sizes if _distinct(keys % m)), 0)  # 0: none found, the shared coder codes
+        self.lut = np.zeros(max(self.slots, 1), dtype=np.intp)
+        if self.slots:
+            self.lut[keys % self.slots] = np.arange(len(choices))
+
+    def _keys(self, col: np.ndarray) -> np.ndarray:
+        chars = np.ascontiguousarray(col).view(np.uint32).reshape(col.size, -1)
+        w = min(chars.shape[1], self.width)
+        return chars[:, :w].astype(np.int64) @ self.weights[:w]
+
+    def __call__(self, col: np.ndarray) -> np.ndarray:
+        col = np.asarray(col)
+        if col.ndim != 1 or col.dtype.kind != "U" or col.size == 0 or not self.slots:
+            return super().__call__(col)
+        code = self.lut[self._keys(col) % self.slots]
+        return np.where(col == self.strings[code], code, UNKNOWN)  # exact: the hash only names a candidate
+
+
+def _distinct(a: np.ndarray) -> bool:
+    return np.unique(a).size == a.size
+
+
+def space_coder(space: SearchSpace) -> SpaceCoder:
+    """The space's `SpaceCoder`, its layout column coded by `LayoutCoder`."""
+    coder = SpaceCoder(space)
+    coder.coders = tuple(
+        LayoutCoder(tuple(str(c) for c in p.choices)) if p.name == "layout" else c
+        for p, c in zip(space.params, coder.coders, strict=True)
+    )
+    return coder
+
+
 class TTPrepared:
     """One problem on one preset, as a target keeps it: GEMM view, space, coder and table, built on first use."""
 
@@ -212,7 +263,7 @@ class TTPrepared:
 
     @cached_property
     def coder(self) -> SpaceCoder:
-        return SpaceCoder(self.space)
+        return space_coder(self.space)
 
     @cached_property
     def table(self) -> ScoreTable:

@@ -208,3 +208,18 @@ def test_awkward_shapes_get_at_least_the_old_optimum(key: tuple[str, tuple[int, 
         cycles, point = optimum(t, problem)
         assert cycles <= old * (1 + 1e-12), (preset, cycles, old)
         assert point is not None and t.check(problem, t.mapping(problem, point)) == []
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_layout_coder_codes_exactly_the_choices(preset: str) -> None:
+    """The hashed layout coder: every choice to its own code, anything else (near misses included) UNKNOWN."""
+    t = get_target(preset)
+    p = gemm(4099, 131, 8191)
+    choices = [str(c) for c in next(q.choices for q in t.space(p).params if q.name == "layout")]
+    coder = t.prepared(p).coder.coders[t.space(p).names().index("layout")]
+    rng = np.random.default_rng(3)
+    others = [c + "0" for c in choices] + [c[:-1] for c in choices] + ["", "height/0", "block/1x1 ", "width/999"]
+    others += ["".join(rng.choice(list("hbwidtlock/x0123456789"), rng.integers(1, 12))) for _ in range(3000)]
+    col = np.array(choices + others + choices[::-1])
+    want = np.array([choices.index(v) if v in choices else -1 for v in col.tolist()])
+    np.testing.assert_array_equal(coder(col), want)
