@@ -223,3 +223,13 @@ def test_layout_coder_codes_exactly_the_choices(preset: str) -> None:
     col = np.array(choices + others + choices[::-1])
     want = np.array([choices.index(v) if v in choices else -1 for v in col.tolist()])
     np.testing.assert_array_equal(coder(col), want)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_the_mapper_enumerates_the_issue_example_and_the_executor_validates_it(preset: str) -> None:
+    t = get_target(preset)
+    p = gemm(4099, 131, 8191)
+    r = tune(p, t, SearchSettings())
+    assert r.proven_optimal and r.cost is not None
+    assert r.cost.cycles <= {"wormhole-n150": 501_568, "blackhole-p150": 0.85 * 449_998.2}[preset]
+    assert r.validation_passed is True
