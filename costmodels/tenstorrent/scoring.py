@@ -25,7 +25,7 @@ from functools import cached_property
 import numpy as np
 
 from costmodels.choice_codes import UNKNOWN, ChoiceCoder, SpaceCoder
-from costmodels.protocol import SearchSpace, Violation
+from costmodels.protocol import Choice, SearchSpace, Violation
 from costmodels.tenstorrent.cost import MEMORIES, evaluate
 from costmodels.tenstorrent.hardware import TensixHardware
 from costmodels.tenstorrent.resolve import fidelity_inputs, layout_table, numeric_inputs, resolve_ranks
@@ -231,18 +231,41 @@ class LayoutCoder(ChoiceCoder):
         return np.where(col == self.strings[code], code, UNKNOWN)  # exact: the hash only names a candidate
 
 
+class FewStringsCoder(ChoiceCoder):
+    """A `ChoiceCoder` for a string column of a few choices (memory, fidelity): one exact comparison per choice.
+
+    Comparing a string column with each choice as a scalar builds no gathered string array, which is
+    what the shared coder's exact check costs per point.
+    """
+
+    def __call__(self, col: np.ndarray) -> np.ndarray:
+        col = np.asarray(col)
+        if col.ndim != 1 or col.dtype.kind != "U" or col.size == 0:
+            return super().__call__(col)
+        code = np.full(col.size, UNKNOWN, dtype=np.intp)
+        for i, choice in enumerate(self.choices):
+            code[col == choice] = i
+        return code
+
+
 def _distinct(a: np.ndarray) -> bool:
     return np.unique(a).size == a.size
 
 
 def space_coder(space: SearchSpace) -> SpaceCoder:
-    """The space's `SpaceCoder`, its layout column coded by `LayoutCoder`."""
+    """The space's `SpaceCoder`, its layout column coded by `LayoutCoder`, few-choice strings by `FewStringsCoder`."""
     coder = SpaceCoder(space)
-    coder.coders = tuple(
-        LayoutCoder(tuple(str(c) for c in p.choices)) if p.name == "layout" else c
-        for p, c in zip(space.params, coder.coders, strict=True)
-    )
+    coder.coders = tuple(_coder(p.name, p.choices, c) for p, c in zip(space.params, coder.coders, strict=True))
     return coder
+
+
+def _coder(name: str, choices: tuple[Choice, ...], shared: ChoiceCoder) -> ChoiceCoder:
+    strings = all(type(c) is str for c in choices) and len(set(choices)) == len(choices)
+    if name == "layout" and strings:
+        return LayoutCoder(tuple(str(c) for c in choices))
+    if strings and len(choices) <= 4:
+        return FewStringsCoder(choices)
+    return shared
 
 
 class TTPrepared:

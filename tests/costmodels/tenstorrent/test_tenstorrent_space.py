@@ -233,3 +233,13 @@ def test_the_mapper_enumerates_the_issue_example_and_the_executor_validates_it(p
     assert r.proven_optimal and r.cost is not None
     assert r.cost.cycles <= {"wormhole-n150": 501_568, "blackhole-p150": 0.85 * 449_998.2}[preset]
     assert r.validation_passed is True
+
+
+def test_few_string_coder_codes_exactly_the_choices() -> None:
+    t = get_target("wormhole-n150")
+    p = gemm(4099, 131, 8191)
+    names = t.space(p).names()
+    coder = t.prepared(p).coder.coders[names.index("memory")]
+    col = np.array(["l1-sharded", "dram-interleaved", "l1-sharded ", "dram", "", "L1-sharded", "dram-interleaved"])
+    np.testing.assert_array_equal(coder(col), [0, 1, -1, -1, -1, -1, 1])
+    np.testing.assert_array_equal(coder(np.array(["dram-interleaved", 3], dtype=object)), [1, -1])
