@@ -1,7 +1,7 @@
 """Cheapest Tensix mapping of every ResNet-50 conv (batch 16, bf16), next to the roofline.
 
 Run with ``python -m bench.tenstorrent_resnet50 [--preset wormhole-n150]``. Every point of each
-layer's space is priced with `score_batch` (exhaustive). Columns: the cheapest layout and memory
+layer's space is priced with `score_codes` (exhaustive, in chunks). Columns: the cheapest layout and memory
 placement at the preset's default fidelity policy (HiFi4 only, ttnn's default), its cycles, the
 roofline lower bound at that policy, the ratio and the stage that bounds the mapping; then, as a
 side column, the cheapest cycles when the fidelity policy is overridden to LoFi (fewer mantissa
@@ -15,22 +15,28 @@ import time
 
 import numpy as np
 
-from costmodels.choice_codes import row_point
 from costmodels.protocol import Choice
 from costmodels.tenstorrent.target import TenstorrentTarget, make_target
+from mapper.enumerate import ChunkPlan
 from workload import named
 from workload.problem import Problem
 
 
 def best(target: TenstorrentTarget, problem: Problem) -> tuple[dict[str, Choice], float] | None:
-    """The cheapest feasible point of the target's space and its cycles."""
-    cols = target.space(problem).columns()
-    lat = target.score_batch(problem, cols).objectives["latency"]
-    i = int(np.argmin(lat))
-    if not np.isfinite(lat[i]):
+    """The cheapest feasible point of the target's space and its cycles (the whole space, by choice code)."""
+    space = target.space(problem)
+    plan = ChunkPlan(space, 1 << 16)
+    cycles, point = np.inf, None
+    for b0, b1 in plan.bounds():
+        codes = plan.codes(b0, b1)
+        s = target.score_codes(problem, codes)
+        lat = np.where(s.feasible, s.objectives["latency"], np.inf)
+        i = int(np.argmin(lat))
+        if lat[i] < cycles:
+            cycles, point = float(lat[i]), {p.name: p.choices[int(codes[p.name][i])] for p in space.params}
+    if point is None:
         return None
-    point = row_point(cols, i)
-    return point, float(lat[i]) * target.hardware.clock_hz
+    return point, cycles * target.hardware.clock_hz
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -18,9 +18,6 @@ from costmodels.tenstorrent.cost import LAYOUT_FIELDS, MEMORIES, SUBBLOCKS
 from costmodels.tenstorrent.hardware import FIDELITIES, TensixHardware
 from costmodels.tenstorrent.shape import KINDS, TTShape, layout_stats
 
-#: act_block_h ranks the space offers at most (0 = the whole per-core height)
-MAX_RANK = 6
-
 #: ttnn's sub-block list as arrays over a trailing axis (`resolve_ranks`)
 _SB_PAIRS = np.array(SUBBLOCKS, dtype=np.float64)
 _SB_H = np.array([h for h, _ in SUBBLOCKS], dtype=np.int64)
@@ -32,11 +29,13 @@ _SB_H_IS_1 = _SB_H == 1
 def layout_table(shape: TTShape, hw: TensixHardware, layouts: Sequence[str]) -> dict[str, np.ndarray]:
     """Per-layout fields (`tenstorrent.cost.LAYOUT_FIELDS`; ``fields``: all of them as columns) plus ``divs``.
 
-    ``divs[i, k]`` is the k-th largest divisor of layout i's per-core height in tiles (the last one
-    repeated past the end), the act_block_h a rank picks.
+    ``divs[i, k]`` is the k-th largest divisor of layout i's per-core height in tiles that is at
+    most `block_limit` (the last one, 1, repeated past the end), the act_block_h a rank picks.
     """
     rows = []
-    divs = np.ones((len(layouts), MAX_RANK), dtype=np.int64)
+    limit = block_limit(shape, hw)
+    per = [block_divisors(layout_stats(shape, hw, str(lay)).pm_t, limit) for lay in layouts]
+    divs = np.ones((len(layouts), max((len(d) for d in per), default=1)), dtype=np.int64)
     for i, lay in enumerate(layouts):
         s = layout_stats(shape, hw, str(lay))
         kind = KINDS.index(s.kind) if s.kind in KINDS else -1
@@ -44,8 +43,8 @@ def layout_table(shape: TTShape, hw: TensixHardware, layouts: Sequence[str]) -> 
             (float(s.valid), float(s.split_ok), s.pm_t, s.pn_t, s.k_t, s.kblocks, s.halo_buffer_sticks,
              s.halo_max_remote_sticks, s.halo_total_remote_sticks, s.stick_channels, kind, s.r, s.c)
         )  # fmt: skip
-        d = top_divisors(s.pm_t)
-        divs[i] = d + (d[-1],) * (MAX_RANK - len(d))
+        d = per[i]
+        divs[i] = d + (d[-1],) * (divs.shape[1] - len(d))
     arr = np.array(rows, dtype=np.float64).reshape(len(layouts), len(LAYOUT_FIELDS))
     out: dict[str, np.ndarray] = {f: arr[:, j] for j, f in enumerate(LAYOUT_FIELDS)}
     out["fields"] = arr
@@ -53,12 +52,25 @@ def layout_table(shape: TTShape, hw: TensixHardware, layouts: Sequence[str]) -> 
     return out
 
 
+def block_limit(shape: TTShape, hw: TensixHardware) -> int:
+    """The largest act_block_h or in0_block_w (tiles) any mapping can fit in L1 (the space's block-size limit).
+
+    Proof: the paper's single-core inequality (`tenstorrent.cost`, ``l1-paper``) needs
+    ``[bHo*bWo + Kp*(bHo + bWo)]*sizeof < L1_free`` with ``bWo >= 32`` (one output tile) and
+    ``Kp >= 32`` (height: all of K; block/width: K / c >= one tile; DRAM: in0_block_w tiles), so
+    ``bHo * 64 * sizeof < L1_free``: act_block_h tiles ``< L1_free / (2048 * sizeof)``. On the
+    DRAM path ``Kp = in0_block_w * 32`` and ``bHo, bWo >= 32`` give the same bound for in0_block_w.
+    A larger block fails ``l1-paper`` on every layout, so leaving it out loses no feasible point.
+    """
+    return max(1, -(-hw.l1_free_bytes // int(2048 * shape.in_bytes)) - 1)
+
+
 @lru_cache(maxsize=4096)
-def top_divisors(n: int) -> tuple[int, ...]:
-    """The `MAX_RANK` largest divisors of ``n >= 1``, largest first (all of them when it has fewer)."""
+def block_divisors(n: int, limit: int) -> tuple[int, ...]:
+    """Every divisor of ``n >= 1`` that is at most `limit`, largest first (1 always)."""
     small = [d for d in range(1, isqrt(n) + 1) if n % d == 0]
     large = [n // d for d in small if d * d != n]  # the co-divisors, largest first
-    return tuple((large + small[::-1])[:MAX_RANK])
+    return tuple(d for d in large + small[::-1] if d <= limit)
 
 
 def resolve_ranks(
@@ -70,11 +82,12 @@ def resolve_ranks(
     The act_block_h is broadcast over the layout and act_block_h inputs only, the sub-block over all.
 
     ``act_block_h_rank`` k picks the k-th largest divisor of the layout's per-core height in tiles
-    (0 = the whole height, ttnn's default); ``subblock_rank`` k picks the k-th feasible pair of
+    up to `block_limit` (0 = the whole height, ttnn's default, whenever it fits that limit);
+    ``subblock_rank`` k picks the k-th feasible pair of
     ttnn's sub-block list (0 = ttnn's own choice; hardware-facts.md §4.2 step 2). Ranks past the
     end take the last entry.
     """
-    abh_t = lt["divs"][lay, np.minimum(rank_h, MAX_RANK - 1)]
+    abh_t = lt["divs"][lay, np.minimum(rank_h, lt["divs"].shape[1] - 1)]
     pn_t = lt["pn_t"][lay][..., None]
     dst = np.where(fp32, hw.dst_tiles_fp32, hw.dst_tiles)[..., None]
     # one trailing axis over ttnn's list: which pairs fit, and how many fit before each

@@ -107,7 +107,7 @@ class LayoutStats:
     c: int  # cores along the channels
     valid: bool  # the layout string parsed and its kind/core counts are consistent
     error: str  # why not
-    split_ok: bool  # channels split evenly over c (and c <= output channel tiles)
+    split_ok: bool  # c <= output channel tiles (input channels are padded to ceil(Cin / c) per core)
     pm_t: int  # output rows per core (tiles)
     pn_t: int  # output channels per core (tiles)
     k_t: int  # K of the core's GEMM (tiles, full K)
@@ -159,8 +159,10 @@ def _layout_stats(shape: TTShape, grid_x: int, grid_y: int, layout: str) -> Layo
         return _with(bad, error=f"block layout {r}x{c} does not fit the {grid_y}x{grid_x} grid: use fewer rows/columns")
     t = shape.tile
     ci, kh, kw = shape.k_channels, shape.kh, shape.kw
-    split_ok = ci % c == 0 and c <= shape.n_t
-    cc = ci // c if ci % c == 0 else cdiv(ci, c)
+    # input channels split over c columns, padded to ceil(Cin / c) per core when c does not divide them
+    # (the padding is priced: k_t counts the padded channels); more columns than output tiles idle cores
+    split_ok = c <= shape.n_t
+    cc = cdiv(ci, c)
     if kind == "height":
         pm_t, pn_t = cdiv(shape.m_t, r), shape.n_t
         k_t, kblocks = kh * cdiv(ci * kw, t), kh  # act_block_w = round_up(Cin*Kw, 32), Kh blocks
@@ -189,7 +191,7 @@ def _layout_stats(shape: TTShape, grid_x: int, grid_y: int, layout: str) -> Layo
         halo_buffer_sticks=buf,
         halo_max_remote_sticks=max_remote,
         halo_total_remote_sticks=total_remote,
-        stick_channels=shape.in_channels / c,
+        stick_channels=float(cdiv(shape.in_channels, c)),  # a core's (padded) slice of one input stick
     )
 
 
@@ -242,8 +244,55 @@ def _largest_divisor(n: int, cap: int) -> int:
     return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
 
 
-def candidate_layouts(shape: TTShape, hw: TensixHardware) -> list[str]:
-    """The layouts of the search space: ttnn's choice per strategy plus a few smaller grids."""
+def layout_key(shape: TTShape, layout: str) -> tuple[object, ...]:
+    """What of `layout` the model's objectives and constraints depend on: layouts with equal keys are one choice.
+
+    Dominance rule 1 (equal layouts), proved: `tenstorrent.cost.evaluate` reads a layout only through
+    its `LAYOUT_FIELDS` row. For a problem without a halo (``shape.conv is None``) that row is a
+    function of (kind, pm_t, c) and of R only through ``r``: ``pm_t = ceil(M_t / R)``, ``pn_t``,
+    ``k_t``, ``kblocks`` and ``stick_channels`` depend on (kind, c) alone, the halo fields are
+    ``batches * pm_t * 32`` sticks and zeros. ``r`` enters `evaluate` only as ``cores = r * c``,
+    which feeds the reported NoC/L1 byte totals, not feasibility, latency, off-chip bytes or the
+    footprint. So two layouts of one kind with the same (pm_t, c) score alike at every other
+    choice, and the space keeps the one with the fewest core rows. A conv's halo (buffer and
+    remote sticks) depends on R itself, so its layouts are never merged.
+    """
+    parsed = parse_layout(layout)
+    if parsed is None or shape.conv is not None:
+        return (layout,)
+    kind, r, c = parsed
+    return (kind, cdiv(shape.m_t, r), c)
+
+
+def candidate_layouts(shape: TTShape, hw: TensixHardware, *, prune: bool = True) -> list[str]:
+    """Every sharding layout the core grid allows (hardware-facts.md §4.2 step 5; tenstorrent-conv2d.md, Sharding).
+
+    * ``height/R`` for every R from 1 to min(cores, M_t): the rows split into R shards of
+      ``ceil(M_t / R)`` tiles, the last ones padded (ttnn itself picks a divisor of M_t; a
+      non-divisor is legal with padded rows and is priced by the padded ``pm_t``);
+    * ``block/RxC`` for every R <= grid rows and C <= grid columns (R <= M_t, C <= N_t): rows over
+      R, output channels over C, input channels over C (padded to ``ceil(Cin / C)`` per core and to
+      tiles when C does not divide them, priced in ``k_t``);
+    * ``width/C`` for every C from 1 to min(cores, N_t), padded the same way.
+
+    Core counts past M_t rows (or N_t channel tiles) would only add idle cores, and the
+    ``channel-split`` rule rejects C > N_t. With `prune`, layouts equal under `layout_key`
+    (dominance rule 1) are kept once, fewest core rows first.
+    """
+    m_t, n_t = shape.m_t, shape.n_t
+    cands = [f"height/{r}" for r in range(1, min(hw.cores, m_t) + 1)]
+    cands += [f"block/{r}x{c}" for r in range(1, min(hw.grid_y, m_t) + 1) for c in range(1, min(hw.grid_x, n_t) + 1)]
+    cands += [f"width/{c}" for c in range(1, min(hw.cores, n_t) + 1)]
+    if not prune:
+        return cands
+    kept: dict[tuple[object, ...], str] = {}
+    for lay in cands:  # fewest core rows first within a kind
+        kept.setdefault(layout_key(shape, lay), lay)
+    return list(kept.values())
+
+
+def ttnn_layouts(shape: TTShape, hw: TensixHardware) -> list[str]:
+    """ttnn's own choices per strategy plus a few smaller grids (the space before issue #12; warm starts)."""
     m_t, n_t, ci = shape.m_t, shape.n_t, shape.k_channels
     out: dict[str, None] = {}
     # height: ttnn num_cores_nhw = largest divisor <= grid of ceil(NHW/32); plus full/half/quarter grid

@@ -7,6 +7,10 @@ im2col activation block by its weights in 32x32 tiles at the chosen math fidelit
 convs and other binary einsums are the matmul special case (no halo, no im2col). Unary
 reductions are rejected.
 
+The space is the legal one (issue #12; `costmodels.tenstorrent.space.build_space`): every core grid of
+height, block and width sharding, splits that do not divide the rows or channels padded and priced
+as padding, act_block_h and in0_block_w up to the L1 limit, less two proved dominance rules.
+
 Each mapping also picks a memory placement: ``l1-sharded`` (operands resident in L1 shards, the
 fast path when they fit) or ``dram-interleaved`` (blocks streamed from and to DRAM, so GEMMs and
 convs of any size fit; `costmodels.tenstorrent.cost`).

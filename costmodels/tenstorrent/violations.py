@@ -7,7 +7,7 @@ from costmodels.protocol import Choice, Violation
 from costmodels.tenstorrent.cost import CODES as MAPPING_CODES
 from costmodels.tenstorrent.cost import Evaluation
 from costmodels.tenstorrent.hardware import FIDELITIES, TensixHardware
-from costmodels.tenstorrent.shape import TTShape, layout_stats
+from costmodels.tenstorrent.shape import TTShape, cdiv, layout_stats
 
 KIB = 1024
 #: ttnn conv2d dtype / weights_dtype (tenstorrent-conv2d.md, Conv2dConfig)
@@ -27,6 +27,35 @@ RULES = ProblemRules(
 
 def _kib(b: float) -> str:
     return f"{b / KIB:.0f} KiB"
+
+
+def l1_floor(shape: TTShape, hw: TensixHardware) -> str | None:
+    """Why no mapping of the space fits L1, when a lower bound on every point's footprint proves it; else None.
+
+    Every point keeps, per core, at least one 32-row output block of its output channel slice
+    (sharded: the whole shard; DRAM: one block) and one K tile of weights for that slice (height:
+    all of K), plus one activation tile. The slice is smallest with the output channels split over
+    all cores (``width/C``, C = min(cores, N_t)): ``pn = ceil(N_t / C)`` tiles. So every footprint is
+    at least ``32*32*sizeof(in) + 32*pn*32*(sizeof(out) + sizeof(w))``; the space has no N blocking
+    within a core (ttnn conv2d keeps a core's whole weight block width), so nothing smaller exists.
+    """
+    t = shape.tile
+    c = min(hw.cores, shape.n_t)
+    pn = cdiv(shape.n_t, c)
+    per_col = t * t * (shape.out_bytes + shape.w_bytes)  # one output and one weight column tile, 32 rows
+    floor = t * t * shape.in_bytes + pn * per_col
+    if floor <= hw.l1_free_bytes:
+        return None
+    fit_tiles = int((hw.l1_free_bytes - t * t * shape.in_bytes) // per_col)
+    return (
+        f"no mapping of this target's space fits L1: the space offers height, block and width sharding on every "
+        f"core grid, L1-sharded or DRAM-streamed, with blocks down to 32 rows and one K tile, but even width/{c} "
+        f"(the output channels over all {c} cores) leaves {pn} output channel tiles per core, and one 32-row "
+        f"output block plus one weight tile row of them need {_kib(floor)} of the {_kib(hw.l1_free_bytes)} free "
+        f"(tenstorrent-conv2d.md: a core computes its whole output channel slice per block): split the output "
+        f"channels ({shape.cols} per batch) into smaller problems (this bound alone rules out more than "
+        f"{max(fit_tiles, 0) * c * t}; partial-sum and double buffers need more)"
+    )
 
 
 def violations(shape: TTShape, hw: TensixHardware, point: dict[str, Choice], ev: Evaluation) -> list[Violation]:
@@ -61,9 +90,9 @@ def _message(code: str, shape: TTShape, hw: TensixHardware, p: dict[str, Choice]
         )
     if code == "channel-split":
         return (
-            f"layout {lay} splits {shape.k_channels} input channels and {shape.n_t} output channel tiles over "
-            f"{int(a['c'])} core columns: pick a column count that divides the input channels and is at most "
-            f"the output channel tiles"
+            f"layout {lay} splits {shape.n_t} output channel tiles over {int(a['c'])} core columns, leaving some "
+            f"columns without a tile: use at most {shape.n_t} columns (input channels that the columns do not "
+            f"divide are padded)"
         )
     if code == "act-block-h":
         return (
@@ -108,6 +137,10 @@ def _message(code: str, shape: TTShape, hw: TensixHardware, p: dict[str, Choice]
             f"output sub-block {p['out_subblock']}: a sub-block taller than 1 tile must span the whole per-core "
             f"width of {int(a['pn_t'])} tiles (ttnn rule): use height 1 or width {int(a['pn_t'])}"
         )
+    if code in ("l1-paper", "l1-capacity"):
+        floor = l1_floor(shape, hw)
+        if floor is not None:
+            return floor
     if code == "l1-paper":
         fix = (
             "lower act_block_h or in0_block_w"

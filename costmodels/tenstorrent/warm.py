@@ -5,7 +5,7 @@ from __future__ import annotations
 from costmodels.protocol import Choice, SearchSpace
 from costmodels.tenstorrent.cost import MEMORIES
 from costmodels.tenstorrent.hardware import TensixHardware
-from costmodels.tenstorrent.shape import TTShape, layout_stats
+from costmodels.tenstorrent.shape import TTShape, layout_key, layout_stats, ttnn_layouts
 from costmodels.tenstorrent.space import evaluate_point
 
 
@@ -17,8 +17,12 @@ def warm_starts(shape: TTShape, hw: TensixHardware, space: SearchSpace) -> list[
     Math fidelity: the most precise one the policy allows (HiFi4, the ttnn default, unless overridden).
     """
     by_name = {p.name: p.choices for p in space.params}
-    layouts = [str(c) for c in by_name["layout"]]
-    ranks = [int(c) for c in by_name["act_block_h_rank"]]
+    # ttnn's own layouts (and a few smaller grids), each as the space's layout of the same key (dominance rule 1)
+    in_space = {layout_key(shape, str(c)): str(c) for c in by_name["layout"]}
+    layouts = list(
+        dict.fromkeys(in_space[k] for k in (layout_key(shape, x) for x in ttnn_layouts(shape, hw)) if k in in_space)
+    )
+    ranks = [int(c) for c in by_name["act_block_h_rank"]][:6]
     scored: list[tuple[float, int, dict[str, Choice]]] = []
     for lay in layouts:
         s = layout_stats(shape, hw, lay)

@@ -91,7 +91,11 @@ def test_large_gemm_is_feasible_only_from_dram(preset: str) -> None:
     cols = t.space(BIG).columns()
     sc = t.score_batch(BIG, cols)
     assert sc.feasible.any()
-    assert not (sc.feasible & (cols["memory"] == "l1-sharded")).any()  # 1 MiB+ output shards do not fit
+    l1 = sc.feasible & (cols["memory"] == "l1-sharded")
+    if preset == "wormhole-n150":
+        assert not l1.any()  # 1 MiB+ output shards do not fit
+    else:  # only the 110-core splits whose channel split does not divide K (padded) shrink the shards enough
+        assert {str(x) for x in cols["layout"][l1]} == {"block/10x11"} | {f"width/{c}" for c in range(100, 111)}
     point, seconds = best(t, BIG)
     assert t.check(BIG, t.mapping(BIG, point)) == []
     tflops = 2 * 4096**3 / seconds / 1e12

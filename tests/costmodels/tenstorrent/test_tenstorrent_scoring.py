@@ -16,7 +16,7 @@ import pytest
 from costmodels.choice_codes import SpaceCoder
 from costmodels.registry import get_target
 from costmodels.tenstorrent.cost import SUBBLOCKS
-from costmodels.tenstorrent.resolve import MAX_RANK, resolve_ranks, top_divisors
+from costmodels.tenstorrent.resolve import block_divisors, resolve_ranks
 from costmodels.tenstorrent.scoring import AXES
 from workload.conv2d import conv2d
 from workload.einsum import einsum
@@ -155,9 +155,11 @@ def test_one_preparation_per_problem() -> None:
     assert twin is not CONV and twin == CONV
     assert t.space(CONV) is t.space(twin)  # an equal problem shares the preparation
     prep = t.prepared(CONV)
-    t.score_codes(CONV, _random_codes(CONV, 10, 5))
+    rng = np.random.default_rng(5)
+    codes = {p.name: rng.integers(0, len(p.choices), 10).astype(np.intp) for p in t.space(CONV).params}
+    t.score_codes(CONV, codes)
     table = prep.table
-    t.score_codes(twin, _random_codes(CONV, 10, 6))
+    t.score_codes(twin, codes)
     assert prep.table is table and t.prepared(twin) is prep
     assert set(AXES) == set(t.space(CONV).names())
 
@@ -176,20 +178,22 @@ def test_resolve_ranks_follows_ttnn_sub_block_order() -> None:
     hw = get_target("wormhole-n150").hardware
     rng = np.random.default_rng(7)
     n = 3000
-    divs = rng.integers(1, 25, (n, MAX_RANK))
+    ranks = 6
+    divs = rng.integers(1, 25, (n, ranks))
     lt = {"divs": divs, "pn_t": rng.integers(1, 12, n).astype(np.float64)}
     lay = np.arange(n)
-    rank_h = rng.integers(0, MAX_RANK + 2, n)
+    rank_h = rng.integers(0, ranks + 2, n)
     rank_s = rng.integers(-2, 8, n)
     fp32 = rng.integers(0, 2, n).astype(bool)
     abh_t, sb_h, sb_w = resolve_ranks(lt, hw, lay, rank_h, rank_s, fp32)
     for i in range(n):
-        a = int(divs[i, min(rank_h[i], MAX_RANK - 1)])
+        a = int(divs[i, min(rank_h[i], ranks - 1)])
         dst = hw.dst_tiles_fp32 if fp32[i] else hw.dst_tiles
         assert abh_t[i] == a
         assert (sb_h[i], sb_w[i]) == SUBBLOCKS[_resolve_reference(a, lt["pn_t"][i], dst, int(rank_s[i]))]
 
 
-def test_top_divisors_are_the_largest_divisors() -> None:
+def test_block_divisors_are_the_divisors_up_to_the_limit() -> None:
     for n in range(1, 2000):
-        assert top_divisors(n) == tuple([d for d in range(n, 0, -1) if n % d == 0][:MAX_RANK])
+        for limit in (1, 7, 341, 5000):
+            assert block_divisors(n, limit) == tuple(d for d in range(n, 0, -1) if n % d == 0 and d <= limit)
