@@ -13,8 +13,10 @@ from __future__ import annotations
 import json
 import os
 import socket
+import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -25,6 +27,9 @@ from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from app.jobs.models import FINISHED, Job, JobPage, JobProgress
 from app.jobs.tables import jobs, metadata, workers
 from mapper.cache import open_storage
+
+#: bytes of finished jobs' results one process keeps in memory (see `JobStore.finished`)
+FINISHED_CACHE_BYTES = 64 << 20
 
 
 def make_engine(url: str) -> Engine:
@@ -62,6 +67,11 @@ class JobStore:
         self.max_attempts = max_attempts
         self.engine = make_engine(url)
         self._create_tables()
+        # a finished job never changes again (nothing updates a row once it is finished), so this process
+        # keeps the most recently read ones: repeated reads of results cost no database round trip
+        self._finished: OrderedDict[str, tuple[Job, str | None]] = OrderedDict()
+        self._finished_bytes = 0
+        self._finished_lock = threading.Lock()
 
     def _create_tables(self, tries: int = 5) -> None:
         """The job tables and the result cache's, created before any job runs (processes starting
@@ -150,9 +160,36 @@ class JobStore:
         return _job(r) if r else None
 
     def get(self, job_id: str) -> Job | None:
+        hit = self.finished(job_id)
+        if hit is not None:
+            return hit[0]
         with self._tx() as c:
             r = c.execute(select(jobs).where(jobs.c.id == job_id)).mappings().first()
-        return _job(r) if r else None
+        if r is None:
+            return None
+        job = _job(r)
+        if job.state in FINISHED:
+            self._keep(job, r["result"])
+        return job
+
+    def finished(self, job_id: str) -> tuple[Job, str | None] | None:
+        """A finished job and its result from this process's memory, without the database (None: not kept)."""
+        with self._finished_lock:
+            hit = self._finished.get(job_id)
+            if hit is not None:
+                self._finished.move_to_end(job_id)
+            return hit
+
+    def _keep(self, job: Job, result: str | None) -> None:
+        size = len(result or "") + 2048
+        with self._finished_lock:
+            if job.id in self._finished:
+                return
+            self._finished[job.id] = (job, result)
+            self._finished_bytes += size
+            while self._finished_bytes > FINISHED_CACHE_BYTES and len(self._finished) > 1:
+                _, (_, old) = self._finished.popitem(last=False)
+                self._finished_bytes -= len(old or "") + 2048
 
     def active_of(self, client: str) -> int:
         """Jobs of a client that are queued or running."""
@@ -166,6 +203,9 @@ class JobStore:
 
     def result(self, job_id: str) -> str | None:
         """The stored result JSON of a job (None until it has one)."""
+        hit = self.finished(job_id)
+        if hit is not None:
+            return hit[1]
         with self._tx() as c:
             return c.execute(select(jobs.c.result).where(jobs.c.id == job_id)).scalar()
 

@@ -31,8 +31,9 @@ router = APIRouter(prefix="/v1/tunings", tags=["tunings"])
 JobId = Annotated[str, Path(description="job id from POST /v1/tunings", min_length=1, max_length=64)]
 
 
-def existing_job(job_id: JobId, store: StoreDep) -> Job:
-    job = store.get(job_id)
+async def existing_job(job_id: JobId, store: StoreDep) -> Job:
+    hit = store.finished(job_id)  # a finished job is read from memory, without a thread or a query
+    job = hit[0] if hit is not None else await run_in_threadpool(store.get, job_id)
     if job is None:
         raise NotFound(f"no tuning job {job_id!r}: list jobs with GET /v1/tunings")
     return job
@@ -115,7 +116,7 @@ def list_tunings(
     summary="A job: state, progress, best so far, timestamps",
     responses={404: {"description": "no such job"}},
 )
-def get_tuning(job: JobDep) -> Job:
+async def get_tuning(job: JobDep) -> Job:
     return job
 
 
@@ -148,9 +149,10 @@ def cancel_tuning(job: JobDep, store: StoreDep) -> Job:
         404: {"description": "no such job"},
     },
 )
-def get_result(job: JobDep, store: StoreDep) -> Response:
+async def get_result(job: JobDep, store: StoreDep) -> Response:
     """`TuneResult` for a problem, `WorkloadResult` for a workload, `{rows: [...]}` for a comparison."""
-    raw = store.result(job.id)
+    hit = store.finished(job.id)
+    raw = hit[1] if hit is not None else await run_in_threadpool(store.result, job.id)
     if raw is None:
         why = job.error if job.state == "failed" else f"the job is {job.state}"
         raise Conflict(f"job {job.id} has no result: {why}")
