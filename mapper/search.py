@@ -23,7 +23,7 @@ from mapper.planning import resolve_strategy
 from mapper.report import package_result
 from mapper.result import ParetoPoint, TuneResult
 from mapper.settings import SearchSettings
-from mapper.strategies import strategy_for
+from mapper.strategies import Searched, strategy_for
 from mapper.watch import Progress, Watch, as_watch
 from workload.errors import ProblemError
 from workload.problem import Problem
@@ -83,7 +83,7 @@ def tune(
     seconds = time.perf_counter() - t0
     version = cost_model_version(target)
     key = cache_key(problem, target.name, dict(overrides or {}), version, settings)
-    return package_result(
+    result = package_result(
         problem,
         target,
         settings,
@@ -96,3 +96,5 @@ def tune(
         validate=validate,
         pareto=[ParetoPoint(point=p, values=dict(zip(settings.objectives, v, strict=True))) for p, v in found.front],
     )
+    cert = found.certificate if isinstance(found, Searched) else None
+    return result.model_copy(update={"certificate": cert}) if cert is not None else result

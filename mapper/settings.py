@@ -3,8 +3,9 @@
 Every field takes part in the cache key (see `mapper.cache`): change any of them and the
 mapper searches again. The defaults are the "default budget" the benchmark measures.
 
-A search stops for one of the `StopReason`s below; only ``enumerated``, ``space-exhausted`` and
-``lower-bound`` prove the answer optimal. ``converged`` is the time-to-result lever: when the
+A search stops for one of the `StopReason`s below; ``enumerated``, ``space-exhausted`` and
+``lower-bound`` come with a proof of optimality over the target's search space (the result's
+`Certificate` says what it covers; ``proven_optimal`` follows it). ``converged`` is the time-to-result lever: when the
 best has not improved for `patience` trials (or `patience_seconds`), more trials rarely pay, so
 the search returns what it has and says it is not a proof (set ``patience=0`` to spend the whole
 budget). `inner_points` None gives each trial's numpy sub-space `mapper.planning.DEFAULT_INNER`

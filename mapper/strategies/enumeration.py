@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from costmodels.protocol import SearchSpace, Target
+from mapper.bounds import StructureBounds, certify
 from mapper.enumerate import enumerate_space
 from mapper.planning import Probe
-from mapper.report import Found
 from mapper.result import TrialCounts, ViolationCount
 from mapper.settings import SearchSettings
-from mapper.strategies.base import Strategy
+from mapper.strategies.base import Searched, Strategy, certificate_notes
 from mapper.watch import Watch
 from workload.problem import Problem
 
@@ -33,7 +33,7 @@ class Enumeration(Strategy):
         *,
         deadline: float,
         watch: Watch | None = None,
-    ) -> Found:
+    ) -> Searched:
         if self.probe is None:
             e = enumerate_space(
                 target, problem, space, settings.objectives, chunk=settings.chunk, deadline=deadline, watch=watch
@@ -52,19 +52,31 @@ class Enumeration(Strategy):
             feasible_points=e.feasible,
             top_violations=_sample_violations(problem, target, space) if e.feasible == 0 else (),
         )
-        return Found(
+        bounds = StructureBounds(target, problem, settings.objectives[0])
+        if e.best is not None:
+            bounds.learn_clock(e.best)
+        # the enumeration is one structure, the whole space: scored when complete, else bounded as a whole
+        cert = certify(
+            space, bounds, (), scored={()} if e.complete else set(), pruned=set(),
+            best=e.best_values[0] if e.best_values else None, prune=not settings.multi_objective,
+        )  # fmt: skip
+        notes = (
+            []
+            if e.complete
+            else [f"{'cancelled' if cancelled else 'time budget ran out'} after {e.scored} of {space.size} points"]
+        )
+        return Searched(
             strategy=self.name,
             point=e.best,
             values=e.best_values,
-            proven_optimal=e.complete,
+            proven_optimal=cert.complete,
             stop_reason="enumerated" if e.complete else ("cancelled" if cancelled else "seconds"),
             trace=e.trace,
             trace_points=e.trace_points,
             counts=counts,
             front=e.front,
-            notes=[]
-            if e.complete
-            else [f"{'cancelled' if cancelled else 'time budget ran out'} after {e.scored} of {space.size} points"],
+            notes=notes + certificate_notes(cert, e.best is not None),
+            certificate=cert,
         )
 
 

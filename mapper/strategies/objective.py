@@ -6,6 +6,11 @@ with no feasible point makes the trial infeasible: the constraints its first poi
 (from `Target.check`, which explains what is wrong) are set with ``trial.set_constraint`` and
 listed in the trial's user attributes, so the study's history says what was ruled out and why.
 Repeated structural choices are answered from a memo without scoring again.
+
+Branch and bound (one objective): before scoring a structure the evaluator asks its admissible
+bound (`mapper.bounds.StructureBounds`); a structure whose bound is not below the best found is
+not scored (*pruned by bound*: none of its points can be better) and the trial reports the bound.
+The memo records which structures were scored and which pruned, for the certificate.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import numpy as np
 import optuna
 
 from costmodels.protocol import Choice, SearchSpace, Target
+from mapper.bounds import StructureBounds
 from mapper.enumerate import point_at, subspace_codes
 from mapper.strategies.encoding import CONSTRAINT_PREFIX, Encoding
 from workload.problem import Problem
@@ -34,6 +40,7 @@ class Outcome:
     point: dict[str, Choice] | None
     values: tuple[float, ...] | None
     violations: tuple[tuple[str, str], ...] = ()  # (code, message)
+    bound: float | None = None  # set when the structure was pruned by this bound instead of scored
 
 
 @dataclass
@@ -46,6 +53,7 @@ class Evaluator:
     objectives: tuple[str, ...]
     encoding: Encoding
     inner: tuple[str, ...]
+    bounds: StructureBounds | None = None  # set: prune structures by bound (one objective)
     memo: dict[tuple[Choice, ...], Outcome] = field(default_factory=dict)
     trace: list[float | None] = field(default_factory=list)
     trace_points: list[int] = field(default_factory=list)  # points scored after each trial
@@ -58,6 +66,7 @@ class Evaluator:
     scored: int = 0
     duplicates: int = 0
     infeasible: int = 0
+    pruned: int = 0  # trials answered by a structure's bound instead of scoring it
     _pattern: dict[str, np.ndarray] | None = None
 
     def __call__(self, trial: optuna.Trial) -> float | tuple[float, ...]:
@@ -65,10 +74,15 @@ class Evaluator:
         key = tuple(fixed[p.name] for p in self.encoding.params)
         outcome = self.memo.get(key)
         if outcome is None:
-            outcome = self._score(fixed)
+            outcome = self._bound(fixed) or self._score(fixed)
             self.memo[key] = outcome
         else:
             self.duplicates += 1
+        if outcome.bound is not None:
+            self.pruned += 1
+            trial.set_user_attr("pruned_by_bound", outcome.bound)
+            self._record()
+            return outcome.bound
         if outcome.point is None or outcome.values is None:
             self.infeasible += 1
             codes = sorted({c for c, _ in outcome.violations})
@@ -83,6 +97,8 @@ class Evaluator:
         trial.set_user_attr("point", outcome.point)
         if self.best_values is None or outcome.values[0] < self.best_values[0]:
             self.best_point, self.best_values = outcome.point, outcome.values
+            if self.bounds is not None:
+                self.bounds.learn_clock(outcome.point)
             self.improved_at, self.improved_time = len(self.trace) + 1, time.perf_counter()
         self._record()
         return outcome.values[0] if len(self.objectives) == 1 else outcome.values
@@ -90,6 +106,13 @@ class Evaluator:
     def _record(self) -> None:
         self.trace.append(None if self.best_values is None else self.best_values[0])
         self.trace_points.append(self.scored)
+
+    def _bound(self, fixed: dict[str, Choice]) -> Outcome | None:
+        """The outcome of a structure bounded out by the best found (None: it must be scored)."""
+        if self.bounds is None or self.best_values is None:
+            return None
+        b = self.bounds(fixed)
+        return Outcome(None, None, bound=b) if StructureBounds.bounded_out(b, self.best_values[0]) else None
 
     def _codes(self, fixed: dict[str, Choice]) -> dict[str, np.ndarray]:
         """The sub-space of a structural choice as code columns: the inner pattern (built once) beside constants."""
@@ -127,5 +150,10 @@ class Evaluator:
 
     @property
     def structural_exhausted(self) -> bool:
-        """True once every structural choice has been scored."""
+        """True once every structural choice has been scored or pruned by bound."""
         return len(self.memo) >= self.encoding.size
+
+    def keys(self) -> tuple[set[tuple[Choice, ...]], set[tuple[Choice, ...]]]:
+        """The structures scored and those pruned by bound (keys: structural values in encoding order)."""
+        pruned = {k for k, o in self.memo.items() if o.bound is not None}
+        return set(self.memo) - pruned, pruned

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 import optuna
 
 from costmodels.protocol import Choice, SearchSpace, Target
+from mapper.bounds import StructureBounds, certify
 from mapper.planning import DEFAULT_INNER, Probe
-from mapper.report import Found
 from mapper.result import TrialCounts, ViolationCount
 from mapper.settings import SearchSettings, StopReason
-from mapper.strategies.base import Strategy
+from mapper.strategies.base import Searched, Strategy, certificate_notes
 from mapper.strategies.encoding import Encoding, split_params
 from mapper.strategies.objective import Evaluator
 from mapper.strategies.samplers import SAMPLERS, make_sampler
@@ -84,7 +84,7 @@ class OptunaStudy(Strategy):
         *,
         deadline: float,
         watch: Watch | None = None,
-    ) -> Found:
+    ) -> Searched:
         """One Optuna study in memory: Optuna picks the structure, numpy scores each sub-space.
 
         Stops at the first of: every structural choice scored (``space-exhausted``, optimal), a
@@ -111,7 +111,11 @@ class OptunaStudy(Strategy):
                     notes.append(f"warm start {i} is not a point of the space: skipped")
                     continue
                 study.enqueue_trial(params, user_attrs={"warm_start": i}, skip_if_exists=True)
-        ev = Evaluator(target, problem, space, settings.objectives, encoding, tuple(p.name for p in inner))
+        bounds = StructureBounds(target, problem, settings.objectives[0])
+        ev = Evaluator(
+            target, problem, space, settings.objectives, encoding, tuple(p.name for p in inner),
+            bounds=None if settings.multi_objective else bounds,
+        )  # fmt: skip
         rule = StopRule(problem, target, settings)
         stopped: list[StopReason] = []
 
@@ -148,19 +152,29 @@ class OptunaStudy(Strategy):
         probed = self.probe.state.scored + 1 if self.probe else 0  # the rate probe's points count too
         counts = TrialCounts(
             trials=n_trials,
-            complete=n_trials - ev.infeasible,
+            complete=n_trials - ev.infeasible - ev.pruned,
             infeasible=ev.infeasible,
             duplicates=ev.duplicates,
+            pruned_by_bound=ev.pruned,
             points_scored=ev.scored + probed,
             top_violations=top,
         )
-        proven = reason in ("space-exhausted", "lower-bound") and not settings.multi_objective
-        if reason == "space-exhausted" and settings.multi_objective:
+        scored, pruned = ev.keys()
+        if ev.best_point is not None:
+            bounds.learn_clock(ev.best_point)
+        cert = certify(
+            space, bounds, structural, scored=scored, pruned=pruned,
+            best=ev.best_values[0] if ev.best_values else None, prune=not settings.multi_objective,
+        )  # fmt: skip
+        proven = cert.complete
+        if proven and settings.multi_objective:
             notes.append("every point was scored: the front is the exact Pareto front")
-            proven = True
         if reason == "converged":
-            notes.append(f"no improvement over the last {len(ev.trace) - ev.improved_at} trials: stopped (not a proof)")
-        return Found(self.name, point, values, proven, reason, ev.trace, counts, front, notes, ev.trace_points)
+            notes.append(f"no improvement over the last {len(ev.trace) - ev.improved_at} trials: stopped")
+        notes.extend(certificate_notes(cert, point is not None))
+        return Searched(
+            self.name, point, values, proven, reason, ev.trace, counts, front, notes, ev.trace_points, certificate=cert
+        )
 
 
 def _in_space(space: SearchSpace, point: dict[str, Choice]) -> bool:

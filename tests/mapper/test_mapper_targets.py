@@ -67,6 +67,12 @@ def assert_complete_result(r: TuneResult, preset: str, problem: Problem) -> None
     best = space_optimum(preset, problem)
     assert r.values["latency"] >= best * (1 - 1e-12)
     assert r.proven_optimal == (r.stop_reason in ("enumerated", "space-exhausted", "lower-bound"))
+    cert = r.certificate
+    assert cert is not None and r.proven_optimal == cert.complete and cert.space_points == target.space(problem).size
+    assert cert.scored + cert.pruned_by_bound + cert.unexplored == cert.structures_total
+    assert cert.best_remaining_bound is None or cert.best_remaining_bound <= best * (1 + 1e-9)  # admissible
+    if cert.gap_bound is not None:
+        assert r.values["latency"] / best - 1 <= cert.gap_bound + 1e-9  # "within X%" holds
     if r.proven_optimal:
         assert r.values["latency"] == pytest.approx(best, rel=1e-9)
 
