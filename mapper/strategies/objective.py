@@ -25,7 +25,7 @@ import optuna
 
 from costmodels.protocol import Choice, SearchSpace, Target
 from mapper.bounds import StructureBounds
-from mapper.enumerate import point_at, subspace_codes
+from mapper.enumerate import pareto_front, point_at, subspace_codes
 from mapper.strategies.encoding import CONSTRAINT_PREFIX, Encoding
 from workload.problem import Problem
 
@@ -41,6 +41,7 @@ class Outcome:
     values: tuple[float, ...] | None
     violations: tuple[tuple[str, str], ...] = ()  # (code, message)
     bound: float | None = None  # set when the structure was pruned by this bound instead of scored
+    front: list[tuple[dict[str, Choice], tuple[float, ...]]] = field(default_factory=list)  # several objectives
 
 
 @dataclass
@@ -95,13 +96,17 @@ class Evaluator:
             self._record()
             return PENALTY if len(self.objectives) == 1 else tuple(PENALTY for _ in self.objectives)
         trial.set_user_attr("point", outcome.point)
+        if len(self.objectives) > 1:  # Optuna sees the structure's ideal point: the best of each objective on its front
+            trial.set_user_attr("front_size", len(outcome.front))
         if self.best_values is None or outcome.values[0] < self.best_values[0]:
             self.best_point, self.best_values = outcome.point, outcome.values
             if self.bounds is not None:
                 self.bounds.learn_clock(outcome.point)
             self.improved_at, self.improved_time = len(self.trace) + 1, time.perf_counter()
         self._record()
-        return outcome.values[0] if len(self.objectives) == 1 else outcome.values
+        if len(self.objectives) == 1:
+            return outcome.values[0]
+        return tuple(min(v[j] for _, v in outcome.front) for j in range(len(self.objectives)))
 
     def _record(self) -> None:
         self.trace.append(None if self.best_values is None else self.best_values[0])
@@ -142,11 +147,32 @@ class Evaluator:
             return Outcome(None, None, pairs)
         vals = np.stack([np.asarray(score.objectives[o], dtype=np.float64) for o in self.objectives], axis=1)
         vals[~feas] = np.inf
+        if len(self.objectives) > 1:  # the sub-space's exact front, one point per distinct value (the earliest)
+            idx = pareto_front(vals)
+            if idx.size == 0:
+                return Outcome(None, None, (("non-finite", "the model returned a non-finite cost"),))
+            front = [(point_at(self.space, codes, int(j)), tuple(float(x) for x in vals[j])) for j in idx]
+            return Outcome(front[0][0], front[0][1], front=front)  # front[0]: the best first objective
         i = int(np.argmin(vals[:, 0]))  # ties keep the first point: deterministic
         values = tuple(float(x) for x in vals[i])
         if not all(math.isfinite(x) for x in values):
             return Outcome(None, None, (("non-finite", "the model returned a non-finite cost"),))
         return Outcome(point_at(self.space, codes, i), values)
+
+    def merged_front(self) -> list[tuple[dict[str, Choice], tuple[float, ...]]]:
+        """The Pareto front of every scored structure's front: exact over what was scored, no duplicate value.
+
+        Of points with equal values the one first in the space's numbering represents them, so the
+        front does not depend on the order the structures were tried in.
+        """
+        cands = [c for o in self.memo.values() for c in o.front]
+        if not cands:
+            return []
+        index = {p.name: {v: i for i, v in enumerate(p.choices)} for p in self.space.params}
+        number = [tuple(index[p.name][pt[p.name]] for p in self.space.params) for pt, _ in cands]
+        order = np.asarray(sorted(range(len(cands)), key=number.__getitem__), dtype=np.intp)
+        front = [cands[int(i)] for i in pareto_front(np.array([v for _, v in cands]), order)]
+        return sorted(front, key=lambda c: c[1])
 
     @property
     def structural_exhausted(self) -> bool:

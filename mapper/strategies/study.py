@@ -96,7 +96,7 @@ class OptunaStudy(Strategy):
         inner_points = self.inner_points
         if inner_points is None:
             inner_points = settings.inner_points if settings.inner_points is not None else DEFAULT_INNER
-        structural, inner = split_params(space, 0 if settings.multi_objective else inner_points)
+        structural, inner = split_params(space, inner_points)
         encoding = Encoding.of(structural, all_index=self.name == "cmaes")
         study = optuna.create_study(
             storage=optuna.storages.InMemoryStorage(),
@@ -136,14 +136,8 @@ class OptunaStudy(Strategy):
         reason: StopReason = stopped[0] if stopped else ("trials" if n_trials >= settings.max_trials else "seconds")
         front: list[tuple[dict[str, Choice], tuple[float, ...]]] = []
         point, values = ev.best_point, ev.best_values
-        if settings.multi_objective:
-            seen: set[str] = set()
-            for t in study.best_trials:
-                p = t.user_attrs.get("point")
-                if p is not None and repr(sorted(p.items())) not in seen:
-                    seen.add(repr(sorted(p.items())))
-                    front.append((p, tuple(float(v) for v in t.values)))
-            front.sort(key=lambda c: c[1])
+        if settings.multi_objective:  # the scored structures' fronts merged (Optuna saw their ideal points)
+            front = ev.merged_front()
             if front:
                 point, values = front[0]
         top = tuple(
