@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -12,12 +12,20 @@ from mapper.settings import SearchSettings, StopReason
 
 
 class ViolationCount(BaseModel):
-    """How many trials one constraint ruled out, with a message explaining it."""
+    """How often one constraint ruled something out, with a message explaining it.
+
+    `unit` says what `count` counts: ``points`` that violate the constraint among the `examined`
+    points checked one by one (all of them when `examined` equals the space's size, else an
+    evenly spread sample, and the message says so), or ``trials`` whose whole sub-space was
+    infeasible and whose checked points (`examined` per trial) violate it.
+    """
 
     model_config = ConfigDict(frozen=True)
     code: str
     count: int
     message: str
+    unit: Literal["points", "trials"] = "trials"
+    examined: int | None = Field(default=None, description="points checked for this count (per trial for trials)")
 
 
 class TrialCounts(BaseModel):

@@ -29,6 +29,8 @@ from mapper.enumerate import pareto_front, point_at, subspace_codes
 from mapper.strategies.encoding import CONSTRAINT_PREFIX, Encoding
 from workload.problem import Problem
 
+#: points of an infeasible trial's sub-space checked one by one for the constraints they violate
+CHECKED = 4
 #: value an infeasible trial reports (Optuna ranks it behind every feasible trial via its constraints anyway)
 PENALTY = 1e30
 
@@ -140,10 +142,16 @@ class Evaluator:
         score = self.target.score_codes(self.problem, codes)
         feas = np.asarray(score.feasible, dtype=bool)
         self.scored += feas.size
-        if not feas.any():
-            first = point_at(self.space, codes, 0)
-            found = self.target.check(self.problem, self.target.mapping(self.problem, first))
-            pairs = tuple((v.code, v.message) for v in found) or (("infeasible", "the scorer rejected every point"),)
+        if not feas.any():  # why: the violations of a few points spread over the sub-space, checked one by one
+            n = feas.size
+            found = {
+                v.code: v.message
+                for i in sorted({k * n // min(n, CHECKED) for k in range(min(n, CHECKED))})
+                for v in self.target.check(
+                    self.problem, self.target.mapping(self.problem, point_at(self.space, codes, i))
+                )
+            }
+            pairs = tuple(found.items()) or (("infeasible", "the scorer rejected every point"),)
             return Outcome(None, None, pairs)
         vals = np.stack([np.asarray(score.objectives[o], dtype=np.float64) for o in self.objectives], axis=1)
         vals[~feas] = np.inf
@@ -173,6 +181,11 @@ class Evaluator:
         order = np.asarray(sorted(range(len(cands)), key=number.__getitem__), dtype=np.intp)
         front = [cands[int(i)] for i in pareto_front(np.array([v for _, v in cands]), order)]
         return sorted(front, key=lambda c: c[1])
+
+    @property
+    def inner_size(self) -> int:
+        """Points of each structure's sub-space."""
+        return math.prod(len(p.choices) for p in self.space.params if p.name in self.inner)
 
     @property
     def structural_exhausted(self) -> bool:

@@ -20,7 +20,7 @@ from mapper.result import TrialCounts, ViolationCount
 from mapper.settings import SearchSettings, StopReason
 from mapper.strategies.base import Searched, Strategy, certificate_notes
 from mapper.strategies.encoding import Encoding, split_params
-from mapper.strategies.objective import Evaluator
+from mapper.strategies.objective import CHECKED, Evaluator
 from mapper.strategies.samplers import SAMPLERS, make_sampler
 from mapper.watch import Watch
 from workload.problem import Problem
@@ -141,7 +141,15 @@ class OptunaStudy(Strategy):
             if front:
                 point, values = front[0]
         top = tuple(
-            ViolationCount(code=c, count=n, message=ev.messages.get(c, "")) for c, n in ev.violations.most_common(5)
+            ViolationCount(
+                code=c,
+                count=n,
+                unit="trials",
+                examined=min(CHECKED, max(1, ev.inner_size)),
+                message=f"{ev.messages.get(c, '')} ({n} trials whose whole sub-space was infeasible; "
+                f"up to {CHECKED} points of each checked)",
+            )
+            for c, n in ev.violations.most_common(5)
         )
         probed = self.probe.state.scored + 1 if self.probe else 0  # the rate probe's points count too
         counts = TrialCounts(
