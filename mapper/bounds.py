@@ -4,7 +4,7 @@ A large space is searched by *structures*: Optuna fixes the structural parameter
 the remaining sub-space exactly. `StructureBounds` gives each structure a latency bound in
 seconds that no feasible point of its sub-space beats:
 
-- the target's own `costmodels.protocol.StructureBounded.structure_bound` when it has one (a
+- the target's own `costmodels.structure_bound.StructureBounded.structure_bound` when it has one (a
   family tightens the bound with its fixed choices applied);
 - otherwise the generic bound ``target.lower_bound(problem).cycles / clock_hz``: the whole
   problem's roofline. It is admissible for every structure without any family code, because
@@ -28,7 +28,8 @@ import math
 import time
 from collections.abc import Callable
 
-from costmodels.protocol import Choice, Param, SearchSpace, StructureBounded, Target
+from costmodels.protocol import Choice, Param, SearchSpace, Target
+from costmodels.structure_bound import StructureBounded
 from mapper.result import Certificate
 from workload.problem import Problem
 

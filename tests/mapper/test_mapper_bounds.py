@@ -12,8 +12,9 @@ import itertools
 import numpy as np
 import pytest
 
-from costmodels.protocol import Choice, StructureBounded
+from costmodels.protocol import Choice
 from costmodels.registry import get_target, target_names
+from costmodels.structure_bound import StructureBounded
 from mapper.bounds import StructureBounds, certify
 from mapper.enumerate import subspace_codes
 from mapper.search import tune
