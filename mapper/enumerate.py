@@ -112,11 +112,16 @@ def pareto_front(values: np.ndarray, order: np.ndarray | None = None) -> np.ndar
     representatives do not depend on how the rows arrived. Two objectives take one sort and a
     running minimum; more take a pass over the distinct rows.
     """
-    n, k = values.shape
-    rows = np.arange(n) if order is None else np.asarray(order)
-    rows = rows[np.all(np.isfinite(values[rows]), axis=1)]
+    k = values.shape[1]
+    if order is None:
+        rows = np.flatnonzero(np.isfinite(values).all(axis=1))
+    else:
+        rows = np.asarray(order)
+        rows = rows[np.isfinite(values[rows]).all(axis=1)]
     if rows.size == 0 or k == 1:
         return rows[np.argmin(values[rows, 0])][None] if rows.size else rows
+    if k == 2:
+        return rows[_front2(values[rows, 0], values[rows, 1])]
     v = values[rows]
     keep = np.ones(len(rows), dtype=bool)  # O(n) prefilter: drop rows an anchor dominates (anchor j: the
     for j in range(k):  # lexicographic minimum with objective j first, itself on the front)
@@ -124,11 +129,6 @@ def pareto_front(values: np.ndarray, order: np.ndarray | None = None) -> np.ndar
         a = v[cand[np.lexsort(v[cand].T[::-1])[0]]]
         keep &= ~(np.all(v >= a, axis=1) & np.any(v > a, axis=1))
     rows, v = rows[keep], v[keep]
-    if k == 2:  # one stable sort (first objective, then second): ties keep their order in `rows`
-        s = np.lexsort((v[:, 1], v[:, 0]))
-        second = v[s, 1]
-        before = np.minimum.accumulate(np.concatenate(([np.inf], second[:-1])))
-        return rows[s[second < before]]  # strictly better second objective than every row sorted before it
     uniq, first = np.unique(v, axis=0, return_index=True)  # sorted by objective 1, then 2, ...
     front: list[int] = []
     for i in range(len(uniq)):
@@ -136,6 +136,24 @@ def pareto_front(values: np.ndarray, order: np.ndarray | None = None) -> np.ndar
             continue
         front.append(i)
     return rows[first[np.asarray(front, dtype=np.intp)]]
+
+
+def _front2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Positions of the two-objective front of finite columns `a`, `b`: the first of each distinct pair.
+
+    Every front point has ``a <= a[B]`` (B: the least ``a``, then least ``b``) and ``b <= b[A]`` (A: the
+    least ``b``, then least ``a``): two comparisons leave a few candidates, sorted stably by (a, b);
+    a candidate is on the front when its ``b`` is below every ``b`` sorted before it.
+    """
+    a_min, b_min = a.min(), b.min()
+    b_of_best_a = b[a == a_min].min()
+    a_of_best_b = a[b == b_min].min()
+    cand = np.flatnonzero((a <= a_of_best_b) & (b <= b_of_best_a))
+    ca, cb = a[cand], b[cand]
+    s = np.lexsort((cb, ca))  # stable: equal pairs keep their order
+    second = cb[s]
+    before = np.minimum.accumulate(np.concatenate(([np.inf], second[:-1])))
+    return cand[s[second < before]]
 
 
 def pareto_mask(values: np.ndarray) -> np.ndarray:
