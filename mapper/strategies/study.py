@@ -127,12 +127,16 @@ class OptunaStudy(Strategy):
                 stopped.append(reason)
                 study.stop()
 
-        timeout = max(0.0, deadline - time.perf_counter())
         with warnings.catch_warnings():
             # CMA-ES ignores constraints; they are still recorded so the history explains what was ruled out
             warnings.filterwarnings("ignore", message="Constraints have been set, but CmaEsSampler")
-            study.optimize(ev, n_trials=settings.max_trials, timeout=timeout, callbacks=[callback])
-        n_trials = len(study.trials)
+            # one trial whatever the clock says (the preparation may have used the budget: a search that
+            # scored nothing has no answer), then the rest within the budget; the same sequence either way
+            study.optimize(ev, n_trials=1, callbacks=[callback])
+            if not stopped and settings.max_trials > 1:
+                timeout = max(0.0, deadline - time.perf_counter())
+                study.optimize(ev, n_trials=settings.max_trials - 1, timeout=timeout, callbacks=[callback])
+        n_trials = len(ev.trace)  # trials run (enqueued warm starts never reached are not trials)
         reason: StopReason = stopped[0] if stopped else ("trials" if n_trials >= settings.max_trials else "seconds")
         front: list[tuple[dict[str, Choice], tuple[float, ...]]] = []
         point, values = ev.best_point, ev.best_values

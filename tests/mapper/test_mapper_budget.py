@@ -138,3 +138,16 @@ def test_split_takes_categoricals_only_once_every_ordinal_fits() -> None:
     assert names(split_params(space, 12)[1]) == {"t", "u"}
     structural, inner = split_params(space, 1000)
     assert names(inner) == {"t", "u", "layout"} and names(structural) == {"o"}  # one stays structural
+
+
+def test_a_budget_spent_before_the_first_trial_still_scores_one_structure() -> None:
+    """Slow warm starts must not leave a study with no answer; enqueued warm starts never run are not trials."""
+
+    class SlowWarm(FakeMatmulTarget):
+        def warm_starts(self, problem: Problem) -> list[dict[str, object]]:
+            time.sleep(0.05)
+            return [*super().warm_starts(problem), *super().warm_starts(problem)[:1]]
+
+    s = SearchSettings(strategy="random", inner_points=8, max_seconds=0.01, max_trials=100, patience=0)
+    r = tune(P, SlowWarm(), s, validate=False)
+    assert r.stop_reason == "seconds" and r.mapping is not None and r.counts.trials == len(r.trace) == 1
