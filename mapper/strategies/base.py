@@ -23,13 +23,13 @@ class Searched(Found):
 def certificate_notes(cert: Certificate, feasible: bool) -> list[str]:
     """What the certificate says, in the result's notes: the proof, or how close the answer is proven to be."""
     where = f"the target's search space ({cert.space_points:,} points)"
-    work = f"{cert.scored} of {cert.structures_total} structures scored, {cert.pruned_by_bound} pruned by bound"
+    work = f"{cert.scored:,} of {cert.structures_total:,} structures scored, {cert.pruned_by_bound:,} pruned by bound"
     if cert.complete:
         return [f"proven optimal over {where}: {work}"] if feasible else []
     if cert.gap_bound is None:
-        return [f"not proven: {work}, {cert.unexplored} unexplored (no bound on them)"]
+        return [f"not proven: {work}, {cert.unexplored:,} unexplored (no bound on them)"]
     return [
-        f"not proven: {work}, {cert.unexplored} unexplored; the best is within {cert.gap_bound:.2%} of the optimum "
+        f"not proven: {work}, {cert.unexplored:,} unexplored; the best is within {cert.gap_bound:.2%} of the optimum "
         f"over {where} (lowest remaining bound {cert.best_remaining_bound:.4g}, from {cert.bound_source})"
     ]
 
