@@ -11,6 +11,7 @@ ALL = (
     "executor_speed",
     "tenstorrent_resnet50",
     "mapper_quality",
+    "search_strategies",
     "health_latency",
 )
 

@@ -14,11 +14,12 @@ and `tune_layers` tune every layer of a network. A `Watch` reports progress and 
 from mapper.cache import ResultCache, open_storage, tune_cached
 from mapper.result import TuneResult
 from mapper.search import tune
-from mapper.settings import STRATEGIES, SearchSettings
+from mapper.settings import OBJECTIVES, STRATEGIES, SearchSettings
 from mapper.watch import Watch
 from mapper.workloads import WorkloadResult, tune_layers, tune_workload
 
 __all__ = [
+    "OBJECTIVES",
     "STRATEGIES",
     "ResultCache",
     "SearchSettings",

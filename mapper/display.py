@@ -39,7 +39,15 @@ def result_table(r: TuneResult) -> Table:
         t.add_row("cycles", f"{r.cost.cycles:,.0f} ({r.cost.bound}-bound, utilisation {r.cost.utilization:.1%})")
     t.add_row("roofline bound", f"{r.lower_bound.cycles:,.0f} cycles ({r.lower_bound.reason})")
     t.add_row("gap to bound", "-" if r.gap is None else f"{r.gap:.2%}")
-    t.add_row("proven optimal", "yes" if r.proven_optimal else "no")
+    t.add_row("proven optimal", "yes, over the target's search space" if r.proven_optimal else "no")
+    cert = r.certificate
+    if cert is not None:
+        within = "" if cert.gap_bound is None or cert.complete else f"; within {cert.gap_bound:.2%} of the optimum"
+        t.add_row(
+            "certificate",
+            f"{cert.structures_total:,} structures of {cert.inner_points:,} points: {cert.scored:,} scored, "
+            f"{cert.pruned_by_bound:,} pruned by bound, {cert.unexplored:,} unexplored{within}",
+        )
     t.add_row("strategy / stop", f"{r.strategy} / {r.stop_reason}" + (" (cached)" if r.cached else ""))
     c = r.counts
     t.add_row(

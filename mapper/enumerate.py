@@ -103,29 +103,80 @@ def point_at(space: SearchSpace, codes: dict[str, np.ndarray], i: int) -> dict[s
     return {p.name: p.choices[int(codes[p.name][i])] for p in space.params}
 
 
+def pareto_front(values: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+    """Indices of the exact Pareto front of `values` (points x objectives, minimised), one per distinct value.
+
+    Rows with a non-finite entry are never on the front. Of several rows with the same value
+    vector one represents them all: the one first in `order` (a permutation of the row indices,
+    e.g. by point number; default: the row order), so the front has no duplicate entries and its
+    representatives do not depend on how the rows arrived. Two objectives take one sort and a
+    running minimum; more take a pass over the distinct rows.
+    """
+    k = values.shape[1]
+    if order is None:
+        rows = np.flatnonzero(np.isfinite(values).all(axis=1))
+    else:
+        rows = np.asarray(order)
+        rows = rows[np.isfinite(values[rows]).all(axis=1)]
+    if rows.size == 0 or k == 1:
+        return rows[np.argmin(values[rows, 0])][None] if rows.size else rows
+    if k == 2:
+        return rows[_front2(values[rows, 0], values[rows, 1])]
+    v = values[rows]
+    keep = np.ones(len(rows), dtype=bool)  # O(n) prefilter: drop rows an anchor dominates (anchor j: the
+    for j in range(k):  # lexicographic minimum with objective j first, itself on the front)
+        cand = np.flatnonzero(v[:, j] == v[:, j].min())
+        a = v[cand[np.lexsort(v[cand].T[::-1])[0]]]
+        keep &= ~(np.all(v >= a, axis=1) & np.any(v > a, axis=1))
+    rows, v = rows[keep], v[keep]
+    uniq, first = np.unique(v, axis=0, return_index=True)  # sorted by objective 1, then 2, ...
+    front: list[int] = []
+    for i in range(len(uniq)):
+        if front and np.any(np.all(uniq[front] <= uniq[i], axis=1)):  # distinct rows: <= everywhere is dominated
+            continue
+        front.append(i)
+    return rows[first[np.asarray(front, dtype=np.intp)]]
+
+
+def _front2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Positions of the two-objective front of finite columns `a`, `b`: the first of each distinct pair.
+
+    Every front point has ``a <= a[B]`` (B: the least ``a``, then least ``b``) and ``b <= b[A]`` (A: the
+    least ``b``, then least ``a``): two comparisons leave a few candidates, sorted stably by (a, b);
+    a candidate is on the front when its ``b`` is below every ``b`` sorted before it.
+    """
+    a_min, b_min = a.min(), b.min()
+    b_of_best_a = b[a == a_min].min()
+    a_of_best_b = a[b == b_min].min()
+    cand = np.flatnonzero((a <= a_of_best_b) & (b <= b_of_best_a))
+    ca, cb = a[cand], b[cand]
+    s = np.lexsort((cb, ca))  # stable: equal pairs keep their order
+    second = cb[s]
+    before = np.minimum.accumulate(np.concatenate(([np.inf], second[:-1])))
+    return cand[s[second < before]]
+
+
 def pareto_mask(values: np.ndarray) -> np.ndarray:
     """Rows of `values` (points x objectives, minimised) that no other row dominates.
 
-    Duplicated rows are all kept. Rows with a non-finite entry are never on the front.
+    Duplicated rows are all kept (see `pareto_front` for one row per distinct value). Rows with a
+    non-finite entry are never on the front.
     """
-    n = values.shape[0]
-    keep = np.all(np.isfinite(values), axis=1)
-    order = np.lexsort(values.T[::-1])  # sort by first objective, then the next...
-    front: list[int] = []
-    for i in order:
-        if not keep[i]:
-            continue
-        v = values[i]
-        if front:
-            f = values[front]
-            dominated = np.any(np.all(f <= v, axis=1) & np.any(f < v, axis=1))
-            if dominated:
-                keep[i] = False
-                continue
-        front.append(int(i))
-    mask = np.zeros(n, dtype=bool)
-    mask[front] = True
+    mask = np.zeros(values.shape[0], dtype=bool)
+    front = pareto_front(values)
+    if front.size:
+        on = values[front]
+        mask = (
+            np.any(np.all(values[:, None, :] == on[None, :, :], axis=2), axis=1)
+            if len(on) < 256
+            else _rows_in(values, on)
+        )
     return mask
+
+
+def _rows_in(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    keys = {tuple(r) for r in rows.tolist()}
+    return np.fromiter((tuple(r) in keys for r in values.tolist()), dtype=bool, count=values.shape[0])
 
 
 class ChunkPlan:
@@ -220,19 +271,17 @@ class Enumeration:
                 i = int(np.argmin(vals[:, 0]))
                 if self.best_values is None or vals[i, 0] < self.best_values[0]:
                     self.best, self.best_values = point_at(space, codes, i), (float(vals[i, 0]),)
-            else:
-                mask = pareto_mask(vals)
-                for j in np.flatnonzero(mask):
+            else:  # the chunk's front (one point per distinct value, the earliest), merged in `finish`
+                for j in pareto_front(vals):
                     self.candidates.append((point_at(space, codes, int(j)), tuple(map(float, vals[j]))))
         self.trace.append(self.best_values[0] if self.best_values and len(self.objectives) == 1 else None)
         self.trace_points.append(self.scored)
 
     def finish(self) -> Enumeration:
-        """Reduce the candidates of several objectives to the Pareto front."""
+        """Reduce the chunks' fronts to the exact Pareto front: one point per distinct value, the earliest."""
         if len(self.objectives) > 1 and self.candidates:
             allv = np.array([v for _, v in self.candidates])
-            mask = pareto_mask(allv)
-            self.front = [c for c, m in zip(self.candidates, mask, strict=True) if m]
+            self.front = [self.candidates[int(i)] for i in pareto_front(allv)]  # chunks arrive in point order
             self.best, self.best_values = min(self.front, key=lambda c: c[1])
         return self
 

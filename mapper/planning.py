@@ -1,17 +1,15 @@
-"""How a search is planned from the scorer's measured speed: the rate probe, auto's choice, sub-space sizes.
+"""How a search is planned: auto's choice and sub-space sizes, both from the space alone.
 
-The analytic models are cheap but not free, and their speed differs per target and problem, so
-the mapper measures before it decides: `probe` scores one point alone (the per-call overhead) and
-the first chunk of the space (the rate; that chunk is kept as the first chunk of an enumeration,
-so it is never scored twice). ``auto`` enumerates the whole space (an exact, proven answer) when
-it has at most `SearchSettings.enumerate_limit` points - a rule on the space, not on the machine,
-so the same seeded request takes the same path anywhere - unless the measured rate says the
-enumeration would not fit the request's own ``max_seconds``; otherwise it runs TPE with each
-trial's sub-space sized to about `SearchSettings.trial_seconds` of scoring.
+``auto`` enumerates the whole space (an exact, proven answer) when it has at most
+`SearchSettings.enumerate_limit` points; otherwise it runs TPE over the structural choices with
+each trial scoring a sub-space of at most `inner_size` points (`SearchSettings.inner_points`, or
+`DEFAULT_INNER`). Neither decision reads a clock: the same request and seed take the same path
+and split the space the same way on any machine, so a search that stops for a reason other than
+its time budget returns the same answer anywhere (issue #12: two runs of one seed used to return
+3,988 and 4,645 cycles because the sub-space followed the measured scoring rate).
 
-The sub-space size of the TPE path follows the measured rate; the result records it
-(`TuneResult.inner_points`, `scorer_rate`), and fixing ``inner_points`` in the settings makes a
-seeded TPE search reproducible on any machine.
+`probe` still measures the scorer (`TuneResult.scorer_rate`, for information only): under
+``auto`` it scores the first chunk of the space, which an enumeration keeps as its first chunk.
 """
 
 from __future__ import annotations
@@ -25,8 +23,9 @@ from mapper.enumerate import ChunkPlan, Enumeration, chunk_codes
 from mapper.settings import SearchSettings
 from workload.problem import Problem
 
-#: bounds of a sub-space sized from the measured rate, and the size used when no rate was measured
-MIN_INNER, MAX_INNER, DEFAULT_INNER = 64, 1 << 16, 4096
+#: points of a trial's sub-space when the settings do not fix them: a rule on the space, not the machine
+#: (1 << 16 is what the rate-sized rule chose on every target of the benchmark, at 16-100 M points/s)
+DEFAULT_INNER = 1 << 16
 
 
 @dataclass
@@ -71,20 +70,9 @@ def probe(problem: Problem, target: Target, space: SearchSpace, settings: Search
     return Probe(plan, state, blocks, overhead, rate)
 
 
-def inner_size(settings: SearchSettings, measured: Probe | None) -> int:
-    """Points per trial's sub-space: the setting, or sized from the measured rate.
-
-    The sub-space is sized so scoring it takes about `trial_seconds`, or the scorer's per-call
-    overhead if that is longer (so at least half of a trial's scoring time is useful work),
-    rounded down to a power of two so small timing noise rarely changes the split.
-    """
-    if settings.inner_points is not None:
-        return settings.inner_points
-    if settings.multi_objective or measured is None:
-        return 0 if settings.multi_objective else DEFAULT_INNER
-    seconds = max(settings.trial_seconds, measured.overhead)
-    want = max(MIN_INNER, min(MAX_INNER, int(measured.rate * seconds)))
-    return 1 << (want.bit_length() - 1)
+def inner_size(settings: SearchSettings) -> int:
+    """Points per trial's sub-space: the setting, else `DEFAULT_INNER`; never a measured speed."""
+    return settings.inner_points if settings.inner_points is not None else DEFAULT_INNER
 
 
 @dataclass
@@ -97,20 +85,13 @@ class Plan:
 
 
 def resolve_strategy(settings: SearchSettings, space: SearchSpace, problem: Problem, target: Target) -> Plan:
-    """The strategy to run, and the rate probe when one was needed.
+    """The strategy to run (``auto`` resolved from the space's size alone), with its rate probe under ``auto``.
 
-    ``auto`` enumerates spaces of at most `enumerate_limit` points (unless the measured rate says that
-    would overrun ``max_seconds``); otherwise it runs TPE.
+    The probe only informs (`TuneResult.scorer_rate`) and hands its scored chunk to an enumeration.
     """
-    needs_rate = settings.strategy == "auto" or (
-        settings.inner_points is None and settings.strategy != "exhaustive" and not settings.multi_objective
-    )
-    measured = probe(problem, target, space, settings) if needs_rate else None
     if settings.strategy != "auto":
-        return Plan(settings.strategy, measured, inner_size(settings, measured))
-    assert measured is not None
-    if measured.complete or (
-        space.size <= settings.enumerate_limit and measured.enumerate_seconds() <= settings.max_seconds
-    ):
+        return Plan(settings.strategy, None, 0 if settings.strategy == "exhaustive" else inner_size(settings))
+    measured = probe(problem, target, space, settings)
+    if measured.complete or space.size <= settings.enumerate_limit:
         return Plan("exhaustive", measured, 0)
-    return Plan("tpe", measured, inner_size(settings, measured))
+    return Plan("tpe", measured, inner_size(settings))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -12,12 +12,20 @@ from mapper.settings import SearchSettings, StopReason
 
 
 class ViolationCount(BaseModel):
-    """How many trials one constraint ruled out, with a message explaining it."""
+    """How often one constraint ruled something out, with a message explaining it.
+
+    `unit` says what `count` counts: ``points`` that violate the constraint among the `examined`
+    points checked one by one (all of them when `examined` equals the space's size, else an
+    evenly spread sample, and the message says so), or ``trials`` whose whole sub-space was
+    infeasible and whose checked points (`examined` per trial) violate it.
+    """
 
     model_config = ConfigDict(frozen=True)
     code: str
     count: int
     message: str
+    unit: Literal["points", "trials"] = "trials"
+    examined: int | None = Field(default=None, description="points checked for this count (per trial for trials)")
 
 
 class TrialCounts(BaseModel):
@@ -25,9 +33,10 @@ class TrialCounts(BaseModel):
 
     model_config = ConfigDict(frozen=True)
     trials: int = Field(description="Optuna trials run (0 for exact enumeration)")
-    complete: int = Field(description="trials that found a feasible mapping")
+    complete: int = Field(description="trials that scored a structure and found a feasible mapping")
     infeasible: int = Field(description="trials whose every point violated a constraint")
     duplicates: int = Field(default=0, description="trials repeating an earlier structural choice (not rescored)")
+    pruned_by_bound: int = Field(default=0, description="trials whose structure was bounded out instead of scored")
     points_scored: int = Field(description="mappings priced, counting every point of each scored sub-space")
     feasible_points: int | None = Field(default=None, description="feasible points (exact enumeration only)")
     top_violations: tuple[ViolationCount, ...] = ()
@@ -39,6 +48,46 @@ class ParetoPoint(BaseModel):
     model_config = ConfigDict(frozen=True)
     point: dict[str, Choice]
     values: dict[str, float]
+
+
+class Certificate(BaseModel):
+    """What a search proved about its answer, over the target's search space for the problem.
+
+    The space is split into `structures_total` structures (the structural choices Optuna makes,
+    each with a sub-space of `inner_points` points scored whole; an enumeration is one structure,
+    the whole space). Every structure is scored, pruned by its admissible bound (`bound_source`,
+    see `mapper.bounds`: no point of it can beat the best found), or unexplored. With no structure
+    unexplored the answer is optimal over the whole space (`complete`); otherwise the optimum is
+    at least ``min(best, best_remaining_bound)``, so the answer is within `gap_bound` of it.
+
+    "Optimal" is always over `space`: the target's search space for this problem, the choices its
+    model lists. A mapping outside those choices is not covered by the proof.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    space: str = Field(description="the space the proof covers: the target's search space for this problem")
+    space_points: int = Field(ge=0, description="points of that space")
+    objective: str = Field(description="the objective the bounds and best refer to (the first one requested)")
+    structures_total: int = Field(ge=0)
+    inner_points: int = Field(ge=0, description="points of each structure's sub-space")
+    scored: int = Field(ge=0, description="structures whose whole sub-space was scored")
+    pruned_by_bound: int = Field(ge=0, description="structures whose bound showed none of their points is better")
+    unexplored: int = Field(ge=0, description="structures neither scored nor bounded out")
+    best: float | None = Field(default=None, description="best value of the objective found")
+    best_remaining_bound: float | None = Field(
+        default=None, description="lowest bound of an unexplored structure (None: none is left, or no bound known)"
+    )
+    gap_bound: float | None = Field(
+        default=None,
+        description="best / optimum - 1 is at most this (0: proven optimal; None: unknown, nothing feasible found "
+        "or no bound)",
+    )
+    bound_source: str = Field(description="where the structures' bounds come from")
+
+    @property
+    def complete(self) -> bool:
+        """True when every structure was scored or bounded out: the best is optimal over `space`."""
+        return self.unexplored == 0
 
 
 class TuneResult(BaseModel):
@@ -61,7 +110,13 @@ class TuneResult(BaseModel):
     values: dict[str, float] = Field(default_factory=dict, description="objective values of the best mapping")
     lower_bound: LowerBound
     gap: float | None = Field(description="cycles / roofline lower bound - 1 of the best mapping")
-    proven_optimal: bool
+    proven_optimal: bool = Field(
+        description="optimal over the target's search space for the problem (see certificate), not over every "
+        "possible mapping"
+    )
+    certificate: Certificate | None = Field(
+        default=None, description="structures scored, pruned by bound and unexplored: what the optimality claim covers"
+    )
     stop_reason: StopReason
     trace: list[float | None] = Field(description="best first objective after each trial (or enumeration chunk)")
     trace_points: list[int] = Field(default_factory=list, description="points scored after each trial (or chunk)")

@@ -1,10 +1,11 @@
 """Search the mapping space of a problem on a target: `tune` plans, a `Strategy` searches.
 
-`tune` plans the search from the scorer's measured speed (`mapper.planning`: ``auto`` enumerates
-whenever the space has at most `enumerate_limit` points and proves the answer optimal; otherwise TPE over
-the structural choices, each trial scoring a sub-space with numpy), runs the planned strategy
-(`mapper.strategies`: `Enumeration` or an `OptunaStudy`) until it or the budget says stop, and
-packages the best mapping with its cost, roofline gap, trace, trial counts and the executor's
+`tune` plans the search from the space alone (`mapper.planning`: ``auto`` enumerates whenever the
+space has at most `enumerate_limit` points; otherwise TPE over the structural choices, each trial
+scoring a sub-space with numpy), runs the planned strategy (`mapper.strategies`: `Enumeration` or
+an `OptunaStudy`, which prunes structures by their admissible bounds) until it or the budget says
+stop, and packages the best mapping with its cost, roofline gap, trace, trial counts, the
+certificate of what was proven (`mapper.bounds`, `mapper.result.Certificate`) and the executor's
 validation into a `TuneResult`.
 
 Optuna runs in memory with logging at WARNING: nothing is logged or persisted per trial (the
@@ -23,7 +24,7 @@ from mapper.planning import resolve_strategy
 from mapper.report import package_result
 from mapper.result import ParetoPoint, TuneResult
 from mapper.settings import SearchSettings
-from mapper.strategies import strategy_for
+from mapper.strategies import Searched, strategy_for
 from mapper.watch import Progress, Watch, as_watch
 from workload.errors import ProblemError
 from workload.problem import Problem
@@ -83,7 +84,7 @@ def tune(
     seconds = time.perf_counter() - t0
     version = cost_model_version(target)
     key = cache_key(problem, target.name, dict(overrides or {}), version, settings)
-    return package_result(
+    result = package_result(
         problem,
         target,
         settings,
@@ -96,3 +97,5 @@ def tune(
         validate=validate,
         pareto=[ParetoPoint(point=p, values=dict(zip(settings.objectives, v, strict=True))) for p, v in found.front],
     )
+    cert = found.certificate if isinstance(found, Searched) else None
+    return result.model_copy(update={"certificate": cert}) if cert is not None else result

@@ -3,24 +3,44 @@
 Every field takes part in the cache key (see `mapper.cache`): change any of them and the
 mapper searches again. The defaults are the "default budget" the benchmark measures.
 
-A search stops for one of the `StopReason`s below; only ``enumerated``, ``space-exhausted`` and
-``lower-bound`` prove the answer optimal. ``converged`` is the time-to-result lever: when the
+A search stops for one of the `StopReason`s below; ``enumerated``, ``space-exhausted`` and
+``lower-bound`` come with a proof of optimality over the target's search space (the result's
+`Certificate` says what it covers; ``proven_optimal`` follows it). ``converged`` is the time-to-result lever: when the
 best has not improved for `patience` trials (or `patience_seconds`), more trials rarely pay, so
 the search returns what it has and says it is not a proof (set ``patience=0`` to spend the whole
-budget). `inner_points` None sizes each trial's numpy sub-space from the scorer's measured rate
-(see `mapper.planning`).
+budget). `inner_points` None gives each trial's numpy sub-space `mapper.planning.DEFAULT_INNER`
+points: a rule on the space, so a seeded request searches the same way on any machine.
+
+`OBJECTIVES` lists what a request may ask to minimise: the objectives some registered target
+prices (`Target.objectives`). An objective the `CostReport` knows but no target prices
+(``energy``: no target sets ``energy_pj`` today) is not offered until a target prices it; the CLI
+and the API read this list.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from costmodels.protocol import OBJECTIVES
+from costmodels.protocol import OBJECTIVES as KNOWN_OBJECTIVES
 
 Strategy = Literal["auto", "tpe", "random", "cmaes", "nsga2", "exhaustive"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
+
+
+@cache
+def priced_objectives() -> tuple[str, ...]:
+    """The objectives at least one registered target prices, in the protocol's order."""
+    from costmodels.registry import get_target, target_names
+
+    priced = {o for name in target_names() for o in get_target(name).objectives}
+    return tuple(o for o in KNOWN_OBJECTIVES if o in priced)
+
+
+#: objectives a request may ask for: those some target prices (``energy`` is absent until one prices it)
+OBJECTIVES: tuple[str, ...] = priced_objectives()
 
 StopReason = Literal[
     "enumerated",  # the whole space was scored: the answer is optimal
@@ -48,13 +68,7 @@ class SearchSettings(BaseModel):
         ge=0,
         le=1 << 22,
         description="points of a sub-space scored with numpy per trial (0: one point per trial; "
-        "None: sized from the scorer's measured rate so a trial scores for about `trial_seconds`)",
-    )
-    trial_seconds: float = Field(
-        default=0.004,
-        gt=0,
-        le=10,
-        description="with inner_points None, the scoring time per trial the sub-space is sized for",
+        "None: mapper.planning.DEFAULT_INNER, a rule on the space, never a measured speed)",
     )
     patience: int = Field(
         default=40,
@@ -75,7 +89,8 @@ class SearchSettings(BaseModel):
     probe_points: int = Field(
         default=1 << 14,
         ge=1,
-        description="points scored to measure the scorer's rate (they are the first chunk of an enumeration)",
+        description="under strategy auto, points scored to measure the scorer's rate, for information only "
+        "(they are the first chunk of an enumeration)",
     )
     chunk: int = Field(default=1 << 16, ge=1, description="points scored per numpy batch when enumerating")
 
@@ -85,6 +100,10 @@ class SearchSettings(BaseModel):
         if not v:
             raise ValueError("give at least one objective")
         for name in v:
+            if name in KNOWN_OBJECTIVES and name not in OBJECTIVES:
+                raise ValueError(
+                    f"objective {name!r} is priced by no target yet: the priced objectives are {', '.join(OBJECTIVES)}"
+                )
             if name not in OBJECTIVES:
                 raise ValueError(f"unknown objective {name!r}: use one of {', '.join(OBJECTIVES)}")
         if len(set(v)) != len(v):

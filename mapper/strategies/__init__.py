@@ -6,7 +6,7 @@ turns a strategy name into its object.
 """
 
 from mapper.planning import Probe
-from mapper.strategies.base import Strategy
+from mapper.strategies.base import Searched, Strategy
 from mapper.strategies.encoding import CONSTRAINT_PREFIX, Encoding, is_ordinal, split_params
 from mapper.strategies.enumeration import Enumeration
 from mapper.strategies.samplers import SAMPLERS, make_sampler
@@ -26,6 +26,7 @@ __all__ = [
     "Encoding",
     "Enumeration",
     "OptunaStudy",
+    "Searched",
     "StopRule",
     "Strategy",
     "is_ordinal",

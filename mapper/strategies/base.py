@@ -3,12 +3,35 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 
 from costmodels.protocol import SearchSpace, Target
 from mapper.report import Found
+from mapper.result import Certificate
 from mapper.settings import SearchSettings
 from mapper.watch import Watch
 from workload.problem import Problem
+
+
+@dataclass
+class Searched(Found):
+    """What a strategy found, with the certificate of what it proved (`mapper.bounds.certify`)."""
+
+    certificate: Certificate | None = None
+
+
+def certificate_notes(cert: Certificate, feasible: bool) -> list[str]:
+    """What the certificate says, in the result's notes: the proof, or how close the answer is proven to be."""
+    where = f"the target's search space ({cert.space_points:,} points)"
+    work = f"{cert.scored:,} of {cert.structures_total:,} structures scored, {cert.pruned_by_bound:,} pruned by bound"
+    if cert.complete:
+        return [f"proven optimal over {where}: {work}"] if feasible else []
+    if cert.gap_bound is None:
+        return [f"not proven: {work}, {cert.unexplored:,} unexplored (no bound on them)"]
+    return [
+        f"not proven: {work}, {cert.unexplored:,} unexplored; the best is within {cert.gap_bound:.2%} of the optimum "
+        f"over {where} (lowest remaining bound {cert.best_remaining_bound:.4g}, from {cert.bound_source})"
+    ]
 
 
 class Strategy(ABC):
@@ -31,5 +54,5 @@ class Strategy(ABC):
         *,
         deadline: float,
         watch: Watch | None = None,
-    ) -> Found:
+    ) -> Searched:
         """Search until done, the `deadline` (a ``time.perf_counter()`` value) or a cancel."""

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from costmodels.protocol import SearchSpace, Target
-from mapper.enumerate import enumerate_space
+from mapper.bounds import StructureBounds, certify
+from mapper.enumerate import chunk_codes, enumerate_space
 from mapper.planning import Probe
-from mapper.report import Found
 from mapper.result import TrialCounts, ViolationCount
 from mapper.settings import SearchSettings
-from mapper.strategies.base import Strategy
+from mapper.strategies.base import Searched, Strategy, certificate_notes
 from mapper.watch import Watch
 from workload.problem import Problem
 
@@ -33,7 +35,7 @@ class Enumeration(Strategy):
         *,
         deadline: float,
         watch: Watch | None = None,
-    ) -> Found:
+    ) -> Searched:
         if self.probe is None:
             e = enumerate_space(
                 target, problem, space, settings.objectives, chunk=settings.chunk, deadline=deadline, watch=watch
@@ -52,24 +54,61 @@ class Enumeration(Strategy):
             feasible_points=e.feasible,
             top_violations=_sample_violations(problem, target, space) if e.feasible == 0 else (),
         )
-        return Found(
+        bounds = StructureBounds(target, problem, settings.objectives[0])
+        if e.best is not None:
+            bounds.learn_clock(e.best)
+        # the enumeration is one structure, the whole space: scored when complete, else bounded as a whole
+        cert = certify(
+            space, bounds, (), scored={()} if e.complete else set(), pruned=set(),
+            best=e.best_values[0] if e.best_values else None, prune=not settings.multi_objective,
+        )  # fmt: skip
+        notes = (
+            []
+            if e.complete
+            else [f"{'cancelled' if cancelled else 'time budget ran out'} after {e.scored} of {space.size} points"]
+        )
+        return Searched(
             strategy=self.name,
             point=e.best,
             values=e.best_values,
-            proven_optimal=e.complete,
+            proven_optimal=cert.complete,
             stop_reason="enumerated" if e.complete else ("cancelled" if cancelled else "seconds"),
             trace=e.trace,
             trace_points=e.trace_points,
             counts=counts,
             front=e.front,
-            notes=[]
-            if e.complete
-            else [f"{'cancelled' if cancelled else 'time budget ran out'} after {e.scored} of {space.size} points"],
+            notes=notes + certificate_notes(cert, e.best is not None),
+            certificate=cert,
         )
 
 
+#: points of an all-infeasible space checked one by one to count its violations by code
+SAMPLE_POINTS = 64
+
+
 def _sample_violations(problem: Problem, target: Target, space: SearchSpace) -> tuple[ViolationCount, ...]:
-    """Why an all-infeasible space is infeasible: the violations of its first point."""
-    first = {p.name: p.choices[0] for p in space.params}
-    found = target.check(problem, target.mapping(problem, first))
-    return tuple(ViolationCount(code=v.code, count=space.size, message=v.message) for v in found)
+    """Why an all-infeasible space is infeasible: real violations of real points, counted by code.
+
+    The scorers say which points are feasible, not which constraint each breaks, so the points are
+    checked one by one with `Target.check`: every point of a space of at most `SAMPLE_POINTS`, else
+    `SAMPLE_POINTS` points spread evenly over its numbering (and the message says it is a sample).
+    """
+    n = min(space.size, SAMPLE_POINTS)
+    counts: Counter[str] = Counter()
+    messages: dict[str, str] = {}
+    for i in sorted({k * space.size // n for k in range(n)}):
+        codes = chunk_codes(space, i, i + 1)
+        point = {p.name: p.choices[int(codes[p.name][0])] for p in space.params}
+        for v in {v.code: v for v in target.check(problem, target.mapping(problem, point))}.values():
+            counts[v.code] += 1
+            messages.setdefault(v.code, v.message)
+    scope = (
+        f"all {space.size:,} points checked" if n == space.size
+        else f"a sample: {n} points spread evenly over the {space.size:,} of the space, all infeasible"
+    )  # fmt: skip
+    return tuple(
+        ViolationCount(
+            code=c, count=k, message=f"{messages[c]} ({k} of {n} points; {scope})", unit="points", examined=n
+        )
+        for c, k in counts.most_common(5)
+    )

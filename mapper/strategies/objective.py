@@ -6,6 +6,11 @@ with no feasible point makes the trial infeasible: the constraints its first poi
 (from `Target.check`, which explains what is wrong) are set with ``trial.set_constraint`` and
 listed in the trial's user attributes, so the study's history says what was ruled out and why.
 Repeated structural choices are answered from a memo without scoring again.
+
+Branch and bound (one objective): before scoring a structure the evaluator asks its admissible
+bound (`mapper.bounds.StructureBounds`); a structure whose bound is not below the best found is
+not scored (*pruned by bound*: none of its points can be better) and the trial reports the bound.
+The memo records which structures were scored and which pruned, for the certificate.
 """
 
 from __future__ import annotations
@@ -19,10 +24,13 @@ import numpy as np
 import optuna
 
 from costmodels.protocol import Choice, SearchSpace, Target
-from mapper.enumerate import point_at, subspace_codes
+from mapper.bounds import StructureBounds
+from mapper.enumerate import pareto_front, point_at, subspace_codes
 from mapper.strategies.encoding import CONSTRAINT_PREFIX, Encoding
 from workload.problem import Problem
 
+#: points of an infeasible trial's sub-space checked one by one for the constraints they violate
+CHECKED = 4
 #: value an infeasible trial reports (Optuna ranks it behind every feasible trial via its constraints anyway)
 PENALTY = 1e30
 
@@ -34,6 +42,8 @@ class Outcome:
     point: dict[str, Choice] | None
     values: tuple[float, ...] | None
     violations: tuple[tuple[str, str], ...] = ()  # (code, message)
+    bound: float | None = None  # set when the structure was pruned by this bound instead of scored
+    front: list[tuple[dict[str, Choice], tuple[float, ...]]] = field(default_factory=list)  # several objectives
 
 
 @dataclass
@@ -46,6 +56,7 @@ class Evaluator:
     objectives: tuple[str, ...]
     encoding: Encoding
     inner: tuple[str, ...]
+    bounds: StructureBounds | None = None  # set: prune structures by bound (one objective)
     memo: dict[tuple[Choice, ...], Outcome] = field(default_factory=dict)
     trace: list[float | None] = field(default_factory=list)
     trace_points: list[int] = field(default_factory=list)  # points scored after each trial
@@ -58,6 +69,7 @@ class Evaluator:
     scored: int = 0
     duplicates: int = 0
     infeasible: int = 0
+    pruned: int = 0  # trials answered by a structure's bound instead of scoring it
     _pattern: dict[str, np.ndarray] | None = None
 
     def __call__(self, trial: optuna.Trial) -> float | tuple[float, ...]:
@@ -65,10 +77,15 @@ class Evaluator:
         key = tuple(fixed[p.name] for p in self.encoding.params)
         outcome = self.memo.get(key)
         if outcome is None:
-            outcome = self._score(fixed)
+            outcome = self._bound(fixed) or self._score(fixed)
             self.memo[key] = outcome
         else:
             self.duplicates += 1
+        if outcome.bound is not None:
+            self.pruned += 1
+            trial.set_user_attr("pruned_by_bound", outcome.bound)
+            self._record()
+            return outcome.bound
         if outcome.point is None or outcome.values is None:
             self.infeasible += 1
             codes = sorted({c for c, _ in outcome.violations})
@@ -81,15 +98,28 @@ class Evaluator:
             self._record()
             return PENALTY if len(self.objectives) == 1 else tuple(PENALTY for _ in self.objectives)
         trial.set_user_attr("point", outcome.point)
+        if len(self.objectives) > 1:  # Optuna sees the structure's ideal point: the best of each objective on its front
+            trial.set_user_attr("front_size", len(outcome.front))
         if self.best_values is None or outcome.values[0] < self.best_values[0]:
             self.best_point, self.best_values = outcome.point, outcome.values
+            if self.bounds is not None:
+                self.bounds.learn_clock(outcome.point)
             self.improved_at, self.improved_time = len(self.trace) + 1, time.perf_counter()
         self._record()
-        return outcome.values[0] if len(self.objectives) == 1 else outcome.values
+        if len(self.objectives) == 1:
+            return outcome.values[0]
+        return tuple(min(v[j] for _, v in outcome.front) for j in range(len(self.objectives)))
 
     def _record(self) -> None:
         self.trace.append(None if self.best_values is None else self.best_values[0])
         self.trace_points.append(self.scored)
+
+    def _bound(self, fixed: dict[str, Choice]) -> Outcome | None:
+        """The outcome of a structure bounded out by the best found (None: it must be scored)."""
+        if self.bounds is None or self.best_values is None:
+            return None
+        b = self.bounds(fixed)
+        return Outcome(None, None, bound=b) if StructureBounds.bounded_out(b, self.best_values[0]) else None
 
     def _codes(self, fixed: dict[str, Choice]) -> dict[str, np.ndarray]:
         """The sub-space of a structural choice as code columns: the inner pattern (built once) beside constants."""
@@ -112,20 +142,57 @@ class Evaluator:
         score = self.target.score_codes(self.problem, codes)
         feas = np.asarray(score.feasible, dtype=bool)
         self.scored += feas.size
-        if not feas.any():
-            first = point_at(self.space, codes, 0)
-            found = self.target.check(self.problem, self.target.mapping(self.problem, first))
-            pairs = tuple((v.code, v.message) for v in found) or (("infeasible", "the scorer rejected every point"),)
+        if not feas.any():  # why: the violations of a few points spread over the sub-space, checked one by one
+            n = feas.size
+            found = {
+                v.code: v.message
+                for i in sorted({k * n // min(n, CHECKED) for k in range(min(n, CHECKED))})
+                for v in self.target.check(
+                    self.problem, self.target.mapping(self.problem, point_at(self.space, codes, i))
+                )
+            }
+            pairs = tuple(found.items()) or (("infeasible", "the scorer rejected every point"),)
             return Outcome(None, None, pairs)
         vals = np.stack([np.asarray(score.objectives[o], dtype=np.float64) for o in self.objectives], axis=1)
         vals[~feas] = np.inf
+        if len(self.objectives) > 1:  # the sub-space's exact front, one point per distinct value (the earliest)
+            idx = pareto_front(vals)
+            if idx.size == 0:
+                return Outcome(None, None, (("non-finite", "the model returned a non-finite cost"),))
+            front = [(point_at(self.space, codes, int(j)), tuple(float(x) for x in vals[j])) for j in idx]
+            return Outcome(front[0][0], front[0][1], front=front)  # front[0]: the best first objective
         i = int(np.argmin(vals[:, 0]))  # ties keep the first point: deterministic
         values = tuple(float(x) for x in vals[i])
         if not all(math.isfinite(x) for x in values):
             return Outcome(None, None, (("non-finite", "the model returned a non-finite cost"),))
         return Outcome(point_at(self.space, codes, i), values)
 
+    def merged_front(self) -> list[tuple[dict[str, Choice], tuple[float, ...]]]:
+        """The Pareto front of every scored structure's front: exact over what was scored, no duplicate value.
+
+        Of points with equal values the one first in the space's numbering represents them, so the
+        front does not depend on the order the structures were tried in.
+        """
+        cands = [c for o in self.memo.values() for c in o.front]
+        if not cands:
+            return []
+        index = {p.name: {v: i for i, v in enumerate(p.choices)} for p in self.space.params}
+        number = [tuple(index[p.name][pt[p.name]] for p in self.space.params) for pt, _ in cands]
+        order = np.asarray(sorted(range(len(cands)), key=number.__getitem__), dtype=np.intp)
+        front = [cands[int(i)] for i in pareto_front(np.array([v for _, v in cands]), order)]
+        return sorted(front, key=lambda c: c[1])
+
+    @property
+    def inner_size(self) -> int:
+        """Points of each structure's sub-space."""
+        return math.prod(len(p.choices) for p in self.space.params if p.name in self.inner)
+
     @property
     def structural_exhausted(self) -> bool:
-        """True once every structural choice has been scored."""
+        """True once every structural choice has been scored or pruned by bound."""
         return len(self.memo) >= self.encoding.size
+
+    def keys(self) -> tuple[set[tuple[Choice, ...]], set[tuple[Choice, ...]]]:
+        """The structures scored and those pruned by bound (keys: structural values in encoding order)."""
+        pruned = {k for k, o in self.memo.items() if o.bound is not None}
+        return set(self.memo) - pruned, pruned

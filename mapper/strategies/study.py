@@ -14,13 +14,13 @@ from dataclasses import dataclass
 import optuna
 
 from costmodels.protocol import Choice, SearchSpace, Target
+from mapper.bounds import StructureBounds, certify
 from mapper.planning import DEFAULT_INNER, Probe
-from mapper.report import Found
 from mapper.result import TrialCounts, ViolationCount
 from mapper.settings import SearchSettings, StopReason
-from mapper.strategies.base import Strategy
+from mapper.strategies.base import Searched, Strategy, certificate_notes
 from mapper.strategies.encoding import Encoding, split_params
-from mapper.strategies.objective import Evaluator
+from mapper.strategies.objective import CHECKED, Evaluator
 from mapper.strategies.samplers import SAMPLERS, make_sampler
 from mapper.watch import Watch
 from workload.problem import Problem
@@ -84,7 +84,7 @@ class OptunaStudy(Strategy):
         *,
         deadline: float,
         watch: Watch | None = None,
-    ) -> Found:
+    ) -> Searched:
         """One Optuna study in memory: Optuna picks the structure, numpy scores each sub-space.
 
         Stops at the first of: every structural choice scored (``space-exhausted``, optimal), a
@@ -96,7 +96,7 @@ class OptunaStudy(Strategy):
         inner_points = self.inner_points
         if inner_points is None:
             inner_points = settings.inner_points if settings.inner_points is not None else DEFAULT_INNER
-        structural, inner = split_params(space, 0 if settings.multi_objective else inner_points)
+        structural, inner = split_params(space, inner_points)
         encoding = Encoding.of(structural, all_index=self.name == "cmaes")
         study = optuna.create_study(
             storage=optuna.storages.InMemoryStorage(),
@@ -111,7 +111,11 @@ class OptunaStudy(Strategy):
                     notes.append(f"warm start {i} is not a point of the space: skipped")
                     continue
                 study.enqueue_trial(params, user_attrs={"warm_start": i}, skip_if_exists=True)
-        ev = Evaluator(target, problem, space, settings.objectives, encoding, tuple(p.name for p in inner))
+        bounds = StructureBounds(target, problem, settings.objectives[0])
+        ev = Evaluator(
+            target, problem, space, settings.objectives, encoding, tuple(p.name for p in inner),
+            bounds=None if settings.multi_objective else bounds,
+        )  # fmt: skip
         rule = StopRule(problem, target, settings)
         stopped: list[StopReason] = []
 
@@ -123,44 +127,60 @@ class OptunaStudy(Strategy):
                 stopped.append(reason)
                 study.stop()
 
-        timeout = max(0.0, deadline - time.perf_counter())
         with warnings.catch_warnings():
             # CMA-ES ignores constraints; they are still recorded so the history explains what was ruled out
             warnings.filterwarnings("ignore", message="Constraints have been set, but CmaEsSampler")
-            study.optimize(ev, n_trials=settings.max_trials, timeout=timeout, callbacks=[callback])
-        n_trials = len(study.trials)
+            # one trial whatever the clock says (the preparation may have used the budget: a search that
+            # scored nothing has no answer), then the rest within the budget; the same sequence either way
+            study.optimize(ev, n_trials=1, callbacks=[callback])
+            if not stopped and settings.max_trials > 1:
+                timeout = max(0.0, deadline - time.perf_counter())
+                study.optimize(ev, n_trials=settings.max_trials - 1, timeout=timeout, callbacks=[callback])
+        n_trials = len(ev.trace)  # trials run (enqueued warm starts never reached are not trials)
         reason: StopReason = stopped[0] if stopped else ("trials" if n_trials >= settings.max_trials else "seconds")
         front: list[tuple[dict[str, Choice], tuple[float, ...]]] = []
         point, values = ev.best_point, ev.best_values
-        if settings.multi_objective:
-            seen: set[str] = set()
-            for t in study.best_trials:
-                p = t.user_attrs.get("point")
-                if p is not None and repr(sorted(p.items())) not in seen:
-                    seen.add(repr(sorted(p.items())))
-                    front.append((p, tuple(float(v) for v in t.values)))
-            front.sort(key=lambda c: c[1])
+        if settings.multi_objective:  # the scored structures' fronts merged (Optuna saw their ideal points)
+            front = ev.merged_front()
             if front:
                 point, values = front[0]
         top = tuple(
-            ViolationCount(code=c, count=n, message=ev.messages.get(c, "")) for c, n in ev.violations.most_common(5)
+            ViolationCount(
+                code=c,
+                count=n,
+                unit="trials",
+                examined=min(CHECKED, max(1, ev.inner_size)),
+                message=f"{ev.messages.get(c, '')} ({n} trials whose whole sub-space was infeasible; "
+                f"up to {CHECKED} points of each checked)",
+            )
+            for c, n in ev.violations.most_common(5)
         )
         probed = self.probe.state.scored + 1 if self.probe else 0  # the rate probe's points count too
         counts = TrialCounts(
             trials=n_trials,
-            complete=n_trials - ev.infeasible,
+            complete=n_trials - ev.infeasible - ev.pruned,
             infeasible=ev.infeasible,
             duplicates=ev.duplicates,
+            pruned_by_bound=ev.pruned,
             points_scored=ev.scored + probed,
             top_violations=top,
         )
-        proven = reason in ("space-exhausted", "lower-bound") and not settings.multi_objective
-        if reason == "space-exhausted" and settings.multi_objective:
+        scored, pruned = ev.keys()
+        if ev.best_point is not None:
+            bounds.learn_clock(ev.best_point)
+        cert = certify(
+            space, bounds, structural, scored=scored, pruned=pruned,
+            best=ev.best_values[0] if ev.best_values else None, prune=not settings.multi_objective,
+        )  # fmt: skip
+        proven = cert.complete
+        if proven and settings.multi_objective:
             notes.append("every point was scored: the front is the exact Pareto front")
-            proven = True
         if reason == "converged":
-            notes.append(f"no improvement over the last {len(ev.trace) - ev.improved_at} trials: stopped (not a proof)")
-        return Found(self.name, point, values, proven, reason, ev.trace, counts, front, notes, ev.trace_points)
+            notes.append(f"no improvement over the last {len(ev.trace) - ev.improved_at} trials: stopped")
+        notes.extend(certificate_notes(cert, point is not None))
+        return Searched(
+            self.name, point, values, proven, reason, ev.trace, counts, front, notes, ev.trace_points, certificate=cert
+        )
 
 
 def _in_space(space: SearchSpace, point: dict[str, Choice]) -> bool:

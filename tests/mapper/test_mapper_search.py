@@ -220,8 +220,11 @@ def test_cmaes_comes_within_5_percent_of_the_enumerated_optimum(seed: int) -> No
 
 
 def test_unpriced_objective_and_unsupported_problem_are_rejected() -> None:
-    with pytest.raises(ProblemError, match="no energy model"):
-        tune(P, FakeMatmulTarget(), SearchSettings(objectives=("energy",)))
+    class Narrow(FakeMatmulTarget):
+        objectives = ("latency",)
+
+    with pytest.raises(ProblemError, match="no footprint model"):
+        tune(P, Narrow(), SearchSettings(objectives=("footprint",)))
     from workload.einsum import einsum
 
     with pytest.raises(ProblemError, match="cannot run this problem"):
@@ -261,3 +264,49 @@ def test_every_strategy_name_is_a_strategy_class() -> None:
         assert isinstance(s, Enumeration if name == "exhaustive" else OptunaStudy)
     with pytest.raises(ValueError, match="no Optuna sampler"):
         strategy_for("annealing")
+
+
+def test_only_objectives_some_target_prices_are_offered() -> None:
+    """Issue #12: ``energy`` is known to the cost report but priced by no target, so it is not offered."""
+    from pydantic import ValidationError
+
+    from costmodels.registry import get_target, target_names
+    from mapper.settings import OBJECTIVES
+
+    priced = {o for name in target_names() for o in get_target(name).objectives}
+    assert set(OBJECTIVES) == priced and "energy" not in OBJECTIVES and "latency" in OBJECTIVES
+    with pytest.raises(ValidationError, match="'energy' is priced by no target yet: the priced objectives are latency"):
+        SearchSettings(objectives=("latency", "energy"))
+    with pytest.raises(ValidationError, match="unknown objective 'speed'"):
+        SearchSettings(objectives=("speed",))
+
+
+def test_ruled_out_counts_real_violating_points_not_the_first_point_times_the_space() -> None:
+    """Issue #12: an all-infeasible space counts the points that violate each code, and says it is a sample."""
+
+    class HalfTk(FakeMatmulTarget):  # capacity rules out everything; the K limit only the large tk half
+        pass
+
+    t = HalfTk(sram_bytes=16, max_tk=64)
+    space = t.space(P)
+    r = tune(P, t, SearchSettings(strategy="exhaustive"), validate=False)
+    by_code = {v.code: v for v in r.counts.top_violations}
+    assert r.mapping is None and set(by_code) == {"sram-capacity", "tk-limit"}
+    sram, tk = by_code["sram-capacity"], by_code["tk-limit"]
+    assert sram.unit == tk.unit == "points" and sram.examined == tk.examined == 64 < space.size
+    assert sram.count == 64 and 0 < tk.count < 64  # not 896 each: real points of the sample
+    assert "a sample: 64 points spread evenly over the 896" in sram.message
+    tk_share = sum(c > 64 for c in space.params[3].choices) / len(space.params[3].choices)
+    assert abs(tk.count / 64 - tk_share) < 0.2  # the sample is spread evenly: about the true share
+    small = tune(matmul(16, 16, 16), HalfTk(sram_bytes=16), SearchSettings(strategy="exhaustive"), validate=False)
+    (only,) = small.counts.top_violations
+    assert only.examined == only.count == t.space(matmul(16, 16, 16)).size and "all 16 points checked" in only.message
+
+
+def test_trial_counts_say_they_count_trials() -> None:
+    r = tune(
+        P, FakeMatmulTarget(sram_bytes=16), SearchSettings(strategy="tpe", inner_points=8, max_trials=5), validate=False
+    )
+    v = {v.code: v for v in r.counts.top_violations}["sram-capacity"]
+    assert v.unit == "trials" and v.count == r.counts.trials == 5 and "trials whose whole sub-space" in v.message
+    assert all(0 < w.count <= 5 and w.examined == 4 for w in r.counts.top_violations)

@@ -1,0 +1,160 @@
+"""Branch and bound and its certificate (issue #12): admissible structure bounds, pruning, the proof.
+
+Admissibility is tested where it matters, on every preset: no structure's true optimum (its whole
+sub-space scored) is below its bound. The pruning machinery is tested on the fake target with a
+structure bound hook (`BoundedFake`), since the generic bound prunes only once the roofline is met.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from costmodels.protocol import Choice
+from costmodels.registry import get_target, target_names
+from costmodels.structure_bound import StructureBounded
+from mapper.bounds import StructureBounds, certify
+from mapper.enumerate import subspace_codes
+from mapper.search import tune
+from mapper.settings import SearchSettings
+from mapper.strategies import split_params
+from tests.mapper.fake_target import FakeMatmulTarget, matmul
+from workload.conv2d import conv2d
+from workload.einsum import einsum
+from workload.problem import Problem
+
+P = matmul(1024, 512, 2048)  # 896 points
+GEMM = einsum("mk,kn->mn", {"m": 64, "k": 128, "n": 96}, weight=1)
+CONV = conv2d(batch=1, in_channels=16, out_channels=32, input_height=8, input_width=8, kernel=3, padding=1)
+
+
+def structure_optimum(target: object, problem: Problem, fixed: dict[str, Choice], inner: tuple[str, ...]) -> float:
+    """The true optimum (latency) of one structure: its whole sub-space scored."""
+    space = target.space(problem)  # type: ignore[attr-defined]
+    codes = subspace_codes(
+        space, {p.name: p.choices.index(fixed[p.name]) for p in space.params if p.name in fixed}, inner
+    )
+    score = target.score_codes(problem, codes)  # type: ignore[attr-defined]
+    lat = np.where(np.asarray(score.feasible, dtype=bool), np.asarray(score.objectives["latency"]), np.inf)
+    return float(lat.min())
+
+
+class BoundedFake(FakeMatmulTarget):
+    """The fake target with a structure bound: its compute term with the fixed tiles applied.
+
+    cycles >= compute = ceil(M/tm) ceil(N/tn) ceil(K/tk) (ceil(tm/pe) ceil(tn/pe) tk + overhead); with
+    some tiles unfixed the bound takes the minimum over their choices (admissible by construction).
+    """
+
+    def structure_bound(self, problem: Problem, fixed: dict[str, Choice]) -> float:
+        hw, a = self.hardware, problem.axes
+        sp = {p.name: p.choices for p in self.space(problem).params}
+        best = np.inf
+        for tm, tn, tk in itertools.product(*([fixed[k]] if k in fixed else sp[k] for k in ("tm", "tn", "tk"))):
+            tm, tn, tk = int(tm), int(tn), int(tk)
+            per_tile = -(-tm // hw.pe) * -(-tn // hw.pe) * tk + hw.tile_overhead
+            best = min(best, -(-a["m"] // tm) * -(-a["n"] // tn) * -(-a["k"] // tk) * per_tile)
+        return float(best) / hw.clock_hz
+
+
+@pytest.mark.parametrize("preset", target_names())
+@pytest.mark.parametrize("problem", [GEMM, CONV], ids=["gemm", "conv"])
+def test_no_structure_beats_its_bound_on_any_preset(preset: str, problem: Problem) -> None:
+    target = get_target(preset)
+    if target.supports(problem):
+        pytest.skip(f"{preset} does not run this problem")
+    space = target.space(problem)
+    structural, inner = split_params(space, 64)
+    names = tuple(p.name for p in inner)
+    bounds = StructureBounds(target, problem, "latency")
+    r = tune(problem, target, SearchSettings(strategy="exhaustive"), validate=False)
+    assert r.point is not None
+    bounds.learn_clock(r.point)
+    checked = 0
+    for key in itertools.islice(itertools.product(*(p.choices for p in structural)), 400):
+        fixed = dict(zip((p.name for p in structural), key, strict=True))
+        best = structure_optimum(target, problem, fixed, names)
+        assert bounds(fixed) <= best * (1 + 1e-12), fixed
+        checked += np.isfinite(best)
+    assert checked > 0 and bounds.whole() > 0
+
+
+def test_the_fake_hook_is_admissible_on_every_structure() -> None:
+    t = BoundedFake()
+    assert isinstance(t, StructureBounded) and not isinstance(FakeMatmulTarget(), StructureBounded)
+    space = t.space(P)
+    for n_inner in (1, 8, 64):
+        structural, inner = split_params(space, n_inner)
+        for key in itertools.product(*(p.choices for p in structural)):
+            fixed = dict(zip((p.name for p in structural), key, strict=True))
+            assert t.structure_bound(P, fixed) <= structure_optimum(t, P, fixed, tuple(p.name for p in inner))
+
+
+def test_branch_and_bound_prunes_structures_and_proves_the_optimum() -> None:
+    t = BoundedFake()
+    optimum = tune(P, FakeMatmulTarget(), SearchSettings(strategy="exhaustive"), validate=False)
+    s = SearchSettings(strategy="tpe", inner_points=64, max_trials=2000, patience=0, seed=1)
+    r = tune(P, t, s, validate=False)
+    cert = r.certificate
+    assert cert is not None and cert.bound_source == "target.structure_bound"
+    assert r.stop_reason == "space-exhausted" and r.proven_optimal and cert.complete and cert.gap_bound == 0
+    assert cert.pruned_by_bound > 0 and cert.scored + cert.pruned_by_bound == cert.structures_total
+    assert r.counts.pruned_by_bound > 0 and r.counts.points_scored < t.space(P).size  # pruning saved scoring
+    c = r.counts
+    assert c.complete + c.infeasible + c.pruned_by_bound == c.trials
+    assert r.values == optimum.values
+    assert any("proven optimal over the target's search space (896 points)" in n for n in r.notes)
+
+
+def test_without_a_hook_nothing_is_pruned_before_the_roofline() -> None:
+    s = SearchSettings(strategy="tpe", inner_points=64, max_trials=2000, patience=0, seed=1)
+    r = tune(P, FakeMatmulTarget(), s, validate=False)
+    cert = r.certificate
+    assert cert is not None and cert.bound_source.startswith("target.lower_bound")
+    assert r.proven_optimal and cert.pruned_by_bound == 0 and cert.scored == cert.structures_total
+
+
+@pytest.mark.parametrize("target", [BoundedFake(), FakeMatmulTarget()], ids=["hook", "generic"])
+def test_a_budget_that_ends_first_says_how_close_the_answer_is(target: FakeMatmulTarget) -> None:
+    optimum = tune(P, target, SearchSettings(strategy="exhaustive"), validate=False).values["latency"]
+    r = tune(P, target, SearchSettings(strategy="random", inner_points=1, max_trials=15, patience=0), validate=False)
+    cert = r.certificate
+    assert cert is not None and not cert.complete and not r.proven_optimal and cert.unexplored > 0
+    assert cert.best_remaining_bound is not None and cert.best_remaining_bound <= optimum
+    assert cert.gap_bound is not None and r.values["latency"] / optimum - 1 <= cert.gap_bound
+    assert cert.best == r.values["latency"] and cert.structures_total == t_size(target)
+    assert any(f"within {cert.gap_bound:.2%} of the optimum" in n for n in r.notes)
+
+
+def t_size(target: FakeMatmulTarget) -> int:
+    return target.space(P).size
+
+
+def test_an_enumeration_is_one_structure_and_names_its_space() -> None:
+    r = tune(P, FakeMatmulTarget(), SearchSettings(), validate=False)
+    cert = r.certificate
+    assert r.proven_optimal and cert is not None and cert.complete
+    assert (cert.structures_total, cert.scored, cert.inner_points, cert.space_points) == (1, 1, 896, 896)
+    assert cert.space.startswith("the target's search space for this problem: 896 points")
+    cut = tune(P, FakeMatmulTarget(), SearchSettings(strategy="exhaustive", max_seconds=1e-9, chunk=64), validate=False)
+    assert cut.certificate is not None and cut.certificate.unexplored == 1 and not cut.proven_optimal
+
+
+def test_several_objectives_are_never_pruned() -> None:
+    s = SearchSettings(strategy="tpe", objectives=("latency", "footprint"), inner_points=8, max_trials=30, patience=0)
+    r = tune(P, BoundedFake(), s, validate=False)
+    assert r.certificate is not None and r.certificate.pruned_by_bound == 0 and r.counts.pruned_by_bound == 0
+
+
+def test_certify_counts_add_up_and_the_generic_bound_bounds_out_everything_at_the_roofline() -> None:
+    t = FakeMatmulTarget()
+    space = t.space(P)
+    structural, _ = split_params(space, 8)
+    bounds = StructureBounds(t, P, "latency")
+    bounds.learn_clock(t.warm_starts(P)[0])
+    at_roofline = certify(space, bounds, structural, scored=set(), pruned=set(), best=bounds.whole())
+    assert at_roofline.complete and at_roofline.pruned_by_bound == at_roofline.structures_total
+    above = certify(space, bounds, structural, scored=set(), pruned=set(), best=2 * bounds.whole())
+    assert above.unexplored == above.structures_total and above.gap_bound == pytest.approx(1.0)
