@@ -32,7 +32,7 @@ from app.cli.output import finish
 from app.cli.running import end_of_job, follow_job, run_in_process
 from app.client import ApiClient, ClientError
 from mapper.display import generic_table
-from mapper.settings import STRATEGIES, SearchSettings
+from mapper.settings import OBJECTIVES, STRATEGIES, SearchSettings
 
 app = typer.Typer(
     add_completion=False,
@@ -61,7 +61,7 @@ def tune(
     override: Annotated[
         list[str], typer.Option(help="hardware override name=value; a list field takes a,b,c (repeatable)")
     ] = [],  # noqa: B006
-    objective: Annotated[list[str], typer.Option(help="latency, offchip_bytes, footprint, energy")] = [],  # noqa: B006
+    objective: Annotated[list[str], typer.Option(help=" | ".join(OBJECTIVES) + " (repeatable: a Pareto front)")] = [],  # noqa: B006
     strategy: Annotated[str, typer.Option(help=" | ".join(STRATEGIES))] = "auto",
     trials: Annotated[int, typer.Option(help="maximum trials")] = SearchSettings().max_trials,
     seconds: Annotated[float, typer.Option(help="maximum seconds of a search")] = SearchSettings().max_seconds,
