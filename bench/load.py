@@ -9,7 +9,9 @@ then:
    job and was searched exactly once (one claim), and that every job completes;
 2. reads the finished results (`GET /v1/tunings/{id}/result`) for a fixed time from 32 concurrent
    connections and prints requests per second and p50/p99 latency. Goal: p99 < 20 ms and
-   >= 500 requests/s on this 2-core machine.
+   >= 500 requests/s on this 2-core machine. A Python client on the same 2 cores is itself the
+   bottleneck, so where `wrk` is installed (Debian's package) the reads are also timed with it at
+   4, 8, 16 and 32 connections, side by side.
 
 Loopback only, bounded in count and time; every process it starts is stopped before it returns.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
@@ -116,6 +119,16 @@ async def _read_load(base: str, paths: list[str]) -> tuple[list[float], int]:
     return lat, errors
 
 
+def _wrk(url: str, connections: int) -> str:
+    """Requests/s and p50/p99 of `wrk` reading one URL for a few seconds."""
+    out = subprocess.run(
+        ["wrk", "-t2", f"-c{connections}", "-d5s", "--latency", url], capture_output=True, text=True, timeout=60
+    ).stdout
+    rate = next((ln.split()[-1] for ln in out.splitlines() if ln.startswith("Requests/sec")), "?")
+    pct = {ln.split()[0]: ln.split()[1] for ln in out.splitlines() if ln.strip().startswith(("50%", "99%"))}
+    return f"{rate} req/s, p50 {pct.get('50%', '?')}, p99 {pct.get('99%', '?')}"
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tm-load-") as tmp:
         port = _free_port()
@@ -173,6 +186,9 @@ def main() -> None:
                 f"cached result reads for {READ_SECONDS:.0f} s from {CONCURRENCY} connections: {len(lat)} requests, "
                 f"{rate:.0f} req/s, p50 {p50:.1f} ms, p99 {p99:.1f} ms, non-200: {errors} (goals: {goals})"
             )
+            if shutil.which("wrk"):
+                for conns in (4, 8, 16, 32):
+                    print(f"wrk, {conns} connections: {_wrk(base + paths[0], conns)}")
         finally:
             _stop(proc)
             if os.environ.get("TM_BENCH_LOG"):
