@@ -1,5 +1,5 @@
 """Fixtures of the service tests: settings on a fresh embedded database, an in-process client,
-and the PostgreSQL URL of this machine's server (skipped, with the reason, where it is not running)."""
+and settings on this machine's PostgreSQL (`pg_url`, tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -12,21 +12,6 @@ from fastapi.testclient import TestClient
 
 from app.main import create_app
 from app.settings import Settings
-
-PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
-
-
-def pg_unreachable() -> str | None:
-    """Why PostgreSQL cannot be used here, or None."""
-    try:
-        import psycopg
-    except ImportError:
-        return "psycopg is not installed"
-    try:
-        psycopg.connect(PG_URL, connect_timeout=2).close()
-    except psycopg.OperationalError as e:
-        return f"PostgreSQL not reachable at {PG_URL}: {str(e).strip()}"
-    return None
 
 
 @pytest.fixture
@@ -43,15 +28,12 @@ def client(settings: Settings) -> Iterator[TestClient]:
 
 
 @pytest.fixture
-def pg_settings(tmp_path: Path) -> Settings:
+def pg_settings(tmp_path: Path, pg_url: str) -> Settings:
     """Settings on the local PostgreSQL, in a schema of its own so tests do not see each other's jobs."""
-    reason = pg_unreachable()
-    if reason:
-        pytest.skip(reason)
     import psycopg
 
     schema = f"tm_test_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{schema}"')
     url = f"postgresql+psycopg://postgres@127.0.0.1:5432/test?options=-csearch_path%3D{schema}"
     return Settings(storage=url, data_dir=tmp_path / "data", heartbeat_seconds=0.2, poll_seconds=0.05, stale_seconds=5)

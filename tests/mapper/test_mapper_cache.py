@@ -16,7 +16,6 @@ from mapper.settings import SearchSettings
 from mapper.workloads import tune_layers
 from tests.mapper.fake_target import fake_target, matmul
 
-PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 FAST = SearchSettings(strategy="tpe", max_trials=10)
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,23 +102,8 @@ def test_sqlite_database(tmp_path: Path) -> None:
     _roundtrip(f"sqlite:///{tmp_path / 'results.db'}")
 
 
-def _pg_reachable() -> str | None:
-    try:
-        import psycopg
-    except ImportError:
-        return "psycopg is not installed (dev dependency psycopg[binary])"
-    try:
-        psycopg.connect(PG_URL, connect_timeout=2).close()
-    except psycopg.OperationalError as e:
-        return f"PostgreSQL not reachable at {PG_URL}: {str(e).strip()}"
-    return None
-
-
-def test_postgresql_database() -> None:
-    reason = _pg_reachable()
-    if reason:
-        pytest.skip(reason)
-    _roundtrip(PG_URL)
+def test_postgresql_database(pg_url: str) -> None:
+    _roundtrip(pg_url)
 
 
 def test_workload_layers_are_deduplicated_spread_and_cached() -> None:
