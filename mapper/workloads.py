@@ -59,6 +59,9 @@ class WorkloadResult(BaseModel):
     searched: int = Field(description="distinct layers searched (not served from the cache)")
     proven_optimal: int
     seconds: float = Field(description="wall time of the whole call")
+    layer_workers: dict[str, str] = Field(
+        default_factory=dict, description="problem hash -> the worker process that searched it (service only)"
+    )
 
 
 def _tune_json(

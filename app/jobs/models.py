@@ -33,6 +33,9 @@ class TuningRequest(BaseModel):
     )
     workload: str | None = Field(default=None, description="a named workload instead of a problem, e.g. resnet50")
     params: dict[str, JsonValue] = Field(default_factory=dict, description='workload parameters, e.g. {"batch": 16}')
+    layer: int | None = Field(
+        default=None, ge=0, description="one layer of the workload, by index (a workload job's sub-jobs use it)"
+    )
     target: str | None = Field(default=None, description="one target preset (see GET /v1/targets)")
     targets: list[str] | None = Field(
         default=None, min_length=1, max_length=16, description="several presets: a comparison, one row per target"
@@ -50,8 +53,8 @@ class TuningRequest(BaseModel):
     def _one_source_and_target(self) -> TuningRequest:
         if (self.problem is None) == (self.workload is None):
             raise ValueError("give exactly one of problem or workload")
-        if self.params and self.workload is None:
-            raise ValueError("params go with a workload")
+        if (self.params or self.layer is not None) and self.workload is None:
+            raise ValueError("params and layer go with a workload")
         if (self.target is None) == (self.targets is None):
             raise ValueError("give exactly one of target or targets")
         if self.targets is not None and len(set(self.targets)) != len(self.targets):
@@ -79,10 +82,11 @@ class TuningRequest(BaseModel):
 
     def key(self, problem_hashes: list[str], versions: dict[str, str]) -> str:
         """Content key: identical requests (same canonical problems, targets, models, settings) share it."""
+        one_layer = self.layer is not None  # a layer is its problem: it shares the job of the same problem
         payload: dict[str, Any] = {
             "problems": problem_hashes,
-            "workload": self.workload,
-            "params": self.params,
+            "workload": None if one_layer else self.workload,
+            "params": {} if one_layer else self.params,
             "targets": self.target_list,
             "comparison": self.comparison,
             "overrides": self.overrides,
@@ -121,6 +125,7 @@ class Job(BaseModel):
     finished_at: float | None = None
     heartbeat_at: float | None = None
     key: str = Field(description="content key of the request")
+    parent_id: str | None = Field(default=None, description="the workload job this layer's job belongs to")
     request: dict[str, Any]
     links: dict[str, str] = Field(default_factory=dict)
 

@@ -64,7 +64,14 @@ def _problems(request: TuningRequest) -> list[Problem]:
     from workload.named import load
 
     assert request.workload is not None
-    return load(request.workload, **request.params)
+    layers = load(request.workload, **request.params)
+    if request.layer is None:
+        return layers
+    if request.layer >= len(layers):
+        raise ProblemError(
+            f"workload {request.workload} has {len(layers)} layers", token="layer", hint=f"use 0..{len(layers) - 1}"
+        )
+    return [layers[request.layer]]
 
 
 def prepare(request: TuningRequest) -> Prepared:
@@ -92,8 +99,9 @@ def prepare(request: TuningRequest) -> Prepared:
     if unsupported and len(unsupported) == len(request.target_list):
         first = next(iter(unsupported.values()))
         raise ProblemError(f"no requested target can answer: {first}", token="targets", hint="choose other targets")
-    kind: ResultKind = "comparison" if request.comparison else ("workload" if request.workload else "tune")
-    if request.workload:
+    whole = request.workload is not None and request.layer is None
+    kind: ResultKind = "comparison" if request.comparison else ("workload" if whole else "tune")
+    if whole:
         what = f"{request.workload} {request.params or ''}".strip()
     else:
         what = f"{problems[0].label}: {problems[0].summary()}" if problems[0].label else problems[0].summary()
@@ -104,7 +112,7 @@ def prepare(request: TuningRequest) -> Prepared:
 
 def cached_result(prep: Prepared, storage: str) -> str | None:
     """The whole answer from the result cache, when every part of it is there (single problems only)."""
-    if prep.request.workload is not None:
+    if prep.request.workload is not None and prep.request.layer is None:
         return None
     cache = ResultCache(storage)
     rows: list[ComparisonRow] = []
@@ -125,9 +133,9 @@ def cached_result(prep: Prepared, storage: str) -> str | None:
 
 def _one(prep: Prepared, name: str, storage: str, watch: Watch | None) -> TuneResult | WorkloadResult:
     req = prep.request
-    if req.workload is not None:
+    if prep.kind == "workload" or (prep.kind == "comparison" and req.workload is not None and req.layer is None):
         return tune_layers(
-            prep.problems, name, prep.settings, name=req.workload, overrides=prep.overrides, storage=storage,
+            prep.problems, name, prep.settings, name=str(req.workload), overrides=prep.overrides, storage=storage,
             workers=1, validate=req.validate_result, watch=watch,
         )  # fmt: skip
     return tune_cached(

@@ -112,6 +112,7 @@ class JobStore:
         result: str | None = None,
         stop_reason: str | None = None,
         client: str | None = None,
+        parent_id: str | None = None,
     ) -> tuple[Job, bool]:
         """Queue a job, or return the live job of the same key. With `result`, the job is born finished.
 
@@ -135,6 +136,7 @@ class JobStore:
             "stop_reason": stop_reason,
             "cancel_requested": False,
             "client": client,
+            "parent_id": parent_id,
             "attempts": 0,
             "created_at": now,
             "finished_at": None if result is None else now,
@@ -250,13 +252,14 @@ class JobStore:
         the caller tells it by its state.
         """
         now = time.time()
+        mine = (jobs.c.id == job_id) | (jobs.c.parent_id == job_id)  # a workload job's layer jobs go with it
         with self._tx(immediate=True) as c:
             c.execute(
                 update(jobs)
-                .where(jobs.c.id == job_id, jobs.c.state == "queued")
+                .where(mine, jobs.c.state == "queued")
                 .values(state="cancelled", active_key=None, finished_at=now, stop_reason="cancelled")
             )
-            c.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.state == "running").values(cancel_requested=True))
+            c.execute(update(jobs).where(mine, jobs.c.state == "running").values(cancel_requested=True))
         return self.get(job_id)
 
     def cancel_requested(self, job_id: str) -> bool:
@@ -265,11 +268,14 @@ class JobStore:
 
     # ---- workers ---------------------------------------------------------------------------
 
-    def claim(self, worker: str) -> Job | None:
-        """Take the oldest queued job for `worker` (after re-queueing abandoned ones), or None."""
+    def claim(self, worker: str, parent_id: str | None = None) -> Job | None:
+        """Take the oldest queued job for `worker` (after re-queueing abandoned ones), or None; with
+        `parent_id`, only a queued layer job of that workload job."""
         self.requeue_stale()
         now = time.time()
         pick = select(jobs.c.id).where(jobs.c.state == "queued").order_by(jobs.c.seq).limit(1)
+        if parent_id is not None:
+            pick = pick.where(jobs.c.parent_id == parent_id)
         if self.engine.dialect.name == "postgresql":
             pick = pick.with_for_update(skip_locked=True)
         with self._tx(immediate=True) as c:
@@ -430,6 +436,7 @@ def _job(r: Any) -> Job:
         finished_at=r["finished_at"],
         heartbeat_at=r["heartbeat_at"],
         key=r["key"],
+        parent_id=r["parent_id"],
         request=json.loads(r["request"]),
         links={
             "self": f"/v1/tunings/{r['id']}",

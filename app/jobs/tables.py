@@ -31,6 +31,7 @@ jobs = Table(
     Column("cancel_requested", Boolean, nullable=False, default=False),
     Column("worker", String(200), nullable=True),
     Column("client", String(80), nullable=True),
+    Column("parent_id", String(32), nullable=True, index=True),
     Column("attempts", Integer, nullable=False, default=0),
     Column("created_at", Float, nullable=False),
     Column("started_at", Float, nullable=True),

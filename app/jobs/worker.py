@@ -17,6 +17,7 @@ import traceback
 
 from pydantic import ValidationError
 
+from app.jobs.fanout import run_workload
 from app.jobs.models import Job, JobProgress, TuningRequest
 from app.jobs.runner import execute, prepare
 from app.jobs.store import JobStore, new_worker_id
@@ -78,6 +79,10 @@ class Worker:
         job = self.store.claim(self.id)
         if job is None:
             return None
+        return self.run_claimed(job)
+
+    def run_claimed(self, job: Job) -> Job | None:
+        """Run a job this worker has claimed; the job as it ended."""
         log.info("worker %s runs job %s (%s)", self.id, job.id, job.summary)
         with Pulse(self.store, job.id, self.id, self.settings.heartbeat_seconds, self.stopping) as pulse:
             self._run(job, pulse)
@@ -86,7 +91,10 @@ class Worker:
     def _run(self, job: Job, pulse: Pulse) -> None:
         try:
             prep = prepare(TuningRequest.model_validate(job.request))
-            state, result, reason = execute(prep, self.settings.storage_url, pulse.watch)
+            if prep.kind == "workload":
+                state, result, reason = run_workload(self, job, prep, pulse)
+            else:
+                state, result, reason = execute(prep, self.settings.storage_url, pulse.watch)
         except (ProblemError, ValidationError) as e:
             self.store.finish(job.id, self.id, state="failed", error=str(e), progress=pulse.progress)
             return

@@ -197,20 +197,9 @@ def test_sigterm_gives_a_running_job_back_to_the_queue(tmp_path: Path) -> None:
     env |= {"TM_HOST": "127.0.0.1", "TM_PORT": str(port), "TM_DATA_DIR": str(data), "TM_POLL_SECONDS": "0.1"}
     env |= {"TM_HEARTBEAT_SECONDS": "0.2"}
     base = f"http://127.0.0.1:{port}"
-    long_search = {
-        "problem": {
-            "kind": "einsum",
-            "expr": "Q[b, h, s, d], K[b, h, t, d] -> S[b, h, s, t]",
-            "sizes": {"b": 4, "h": 32, "s": 2048, "t": 2048, "d": 128},
-            "dtype": "bf16",
-            "weight": "K",
-        },
-        "target": "rngd",
-        "strategy": "tpe",
-        "trials": 100_000,
-        "seconds": 600,
-        "patience": 0,
-    }
+    # a workload: dozens of layer searches with validation, so it is still running when SIGTERM comes
+    # (one problem's TPE search can exhaust its structural choices in under a second)
+    long_search = {"workload": "resnet50", "params": {"batch": 16}, "target": "rngd", "validate": True}
     proc = subprocess.Popen(
         resolve(exec_form("CMD")),
         cwd=tmp_path,
