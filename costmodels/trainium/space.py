@@ -12,7 +12,22 @@ Parameters (hardware-facts.md §2.2 step 1 and nki-nc_matmul.txt limits):
   all, or a pair of roles shares them (``m2s``: 2 on m, the rest on s; `pair_shards`).
 
 Choices that give the same loop nest as a kept choice for this problem are dropped (see
-`build_space`), so small problems have small spaces. The space is a product of choices, so a
+`build_space`), so small problems have small spaces.
+
+Space sizes (issue #12; bf16, batch 1). Unpruned is the product of every listed choice (2
+stationary x 3 x 4 x 3 tile caps x 5^3 block caps x 6 orders x 2 accumulators x cores x shards:
+3 roles, plus on trn2 the 6 pairs ``m2s m4s m2b m4b s2b s4b``); pruned is after the rules above:
+
+====================  ==========================  ==============================================
+problem               trn1 unpruned -> pruned     trn2 unpruned -> pruned (single shards only)
+====================  ==========================  ==============================================
+4096^3 GEMM           648,000 -> 432,000          3,888,000 -> 1,728,000 (before pairs: 864,000)
+ResNet-50 3x3 conv    648,000 -> 432,000          3,888,000 -> 1,728,000 (before pairs: 864,000)
+(layer1.0.conv2)
+====================  ==========================  ==============================================
+
+Both stay within the mapper's 2,000,000-point enumeration. Tile caps are still the powers of two
+listed below (tile sizes between them: not done yet). The space is a product of choices, so a
 choice is dropped only when it repeats a mapping at every point: ``cores=1`` still comes with
 every shard choice (the same nest).
 """

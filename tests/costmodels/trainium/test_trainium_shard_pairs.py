@@ -85,3 +85,11 @@ def test_pairs_only_add_points_no_optimum_gets_worse() -> None:
     # so it does not beat the single split on this layer in this model
     assert single == pytest.approx(9.307806896551723e-07, rel=1e-9)
     assert _best(t, p) <= single
+
+
+@pytest.mark.parametrize(("layer", "gain"), [("layer3.1.conv1", 0.25), ("layer2.0.conv3", 0.17)])
+def test_pairs_beat_single_role_shards_on_resnet50_layers(layer: str, gain: float) -> None:
+    """Measured with bench.mapper_quality (trn2, batch 1): -25.5% and -18.0% against the single-role optimum."""
+    t = target("trn2")
+    p = next(q for q in named.load("resnet50") if q.label.endswith(layer))
+    assert _best(t, p) <= (1 - gain) * _best(t, p, ("m", "s", "b"))
