@@ -2,7 +2,7 @@
 
 Levels, outermost first (costmodels.trainium.nest.LEVELS):
 
-- ``chip``: spatial loops over NeuronCores (one role sharded; never the contraction);
+- ``chip``: spatial loops over NeuronCores (one role or a pair of roles sharded; never the contraction);
 - ``hbm``: block loops, batch axes outermost, then the roles in the ``order`` knob; each
   iteration DMAs an SBUF block of both inputs;
 - ``sbuf``: loops over the instruction tiles of one block. With ``acc="sbuf"`` the contraction

@@ -13,7 +13,8 @@ Each role's axes are split, innermost first, into four factors per axis:
 - ``nc_matmul`` (instruction tile): the innermost axes whole, then a balanced part of the next;
 - ``sbuf`` (tiles of one SBUF block): the same greedy split over the tile counts;
 - ``hbm`` (block loops, one DMA of a block per iteration);
-- ``chip`` (spatial over NeuronCores): taken from the outermost axes of the sharded role first.
+- ``chip`` (spatial over NeuronCores): taken from the outermost axes of the sharded role first;
+  with a pair shard (``m2s``: see `shard_cores`) two roles each take their share of the cores.
 
 The mixed-radix split always covers every point exactly once; padding points on a contraction
 axis are zero-filled in both inputs.
@@ -114,10 +115,29 @@ def split_role(sizes: Sequence[int], tile_cap: int, cores: int, block_cap: int) 
     return RoleSplit(chip=chip, hbm=hbm, sbuf=sbuf, tile=tile)
 
 
+def shard_roles(shard: str) -> tuple[str, ...]:
+    """The roles a shard choice spreads over the cores: ``"m"`` -> (m,), ``"m2s"`` -> (m, s)."""
+    return (shard,) if len(shard) == 1 else (shard[0], shard[-1])
+
+
+def shard_cores(shard: str, cores: int) -> dict[str, int]:
+    """Cores each role of a shard choice gets out of `cores` (their product is `cores`).
+
+    A single role (``"m"``, ``"s"``, ``"b"``) gets them all. A pair ``"<x><d><y>"`` (``"m2s"``)
+    splits them over two roles: x gets ``gcd(d, cores)`` and y the rest, so on 8 cores ``m2s`` is
+    2 x 4 and ``m4s`` is 4 x 2 (both orientations of the pair); on fewer cores the pair degrades to
+    a valid split (``m4s`` on 2 cores is all on m).
+    """
+    if len(shard) == 1:
+        return {shard: cores}
+    x, d, y = shard[0], int(shard[1:-1]), shard[-1]
+    g = math.gcd(d, cores)
+    return {x: g, y: cores // g}
+
+
 def role_splits(problem: Problem, roles: Roles, point: dict[str, object]) -> dict[str, RoleSplit]:
     """Split every role of `roles` for one point of the space."""
-    shard = str(point["shard"])
-    cores = int(point["cores"])  # type: ignore[call-overload]
+    share = shard_cores(str(point["shard"]), int(point["cores"]))  # type: ignore[call-overload]
     caps = {
         "s": (int(point["tile_stat"]), int(point["block_stat"])),  # type: ignore[call-overload]
         "m": (int(point["tile_mov"]), int(point["block_mov"])),  # type: ignore[call-overload]
@@ -128,5 +148,5 @@ def role_splits(problem: Problem, roles: Roles, point: dict[str, object]) -> dic
     for role, axes in roles.axes.items():
         sizes = [problem.axes[a] for a in axes]
         tile_cap, block_cap = caps[role]
-        out[role] = split_role(sizes, tile_cap, cores if role == shard else 1, block_cap)
+        out[role] = split_role(sizes, tile_cap, share.get(role, 1), block_cap)
     return out

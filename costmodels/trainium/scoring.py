@@ -49,7 +49,7 @@ from costmodels.trainium.cost import (
     traffic,
 )
 from costmodels.trainium.hardware import TrainiumHardware
-from costmodels.trainium.nest import ROLE_CODE, B, K, M, Roles, RoleSplit, S, roles_of, split_role
+from costmodels.trainium.nest import ROLE_CODE, B, K, M, Roles, RoleSplit, S, roles_of, shard_cores, split_role
 from workload.problem import Problem
 
 SLAB = 1 << 15  # most points per slab when pricing the grid
@@ -133,18 +133,18 @@ def grid_inputs(problem: Problem, space: SearchSpace, roles: Roles) -> dict[str,
     dim = {n: i for i, n in enumerate(names)}
     nd = len(names)
     cores_ch = ch["cores"]
-    one = cores_ch.index(1)
     cdims = (dim["cores"], dim["shard"])
     out: dict[str, np.ndarray] = {}
     for role in "bsmk":
         sizes = tuple(problem.axes[a] for a in roles.axes[role])
         t_ch = ch[_TILE[role]] if role != "b" else (1,)
         b_ch = ch[_BLOCK[role]] if role != "b" else (1,)
-        # cores this role gets: the cores choice where the shard is this role, else 1
-        ci = np.asarray([[j if s == role else one for s in ch["shard"]] for j in range(len(cores_ch))])
-        tab = {f: np.ones((len(t_ch), len(cores_ch), len(b_ch))) for f in ("tile", "sbuf", "hbm", "chip")}
-        used = [(j, cores_ch[j]) for j in sorted(set(ci.flat))]  # a role no shard names only ever gets 1
-        for (i, tc), (j, cc), (k, bc) in itertools.product(enumerate(t_ch), used, enumerate(b_ch)):
+        # cores this role gets (`shard_cores`), by (cores, shard) choice, as an index into `used`
+        got = [[shard_cores(str(s), int(c)).get(role, 1) for s in ch["shard"]] for c in cores_ch]
+        used = sorted({n for row in got for n in row})  # a role no shard names only ever gets 1
+        ci = np.asarray([[used.index(n) for n in row] for row in got])
+        tab = {f: np.ones((len(t_ch), len(used), len(b_ch))) for f in ("tile", "sbuf", "hbm", "chip")}
+        for (i, tc), (j, cc), (k, bc) in itertools.product(enumerate(t_ch), enumerate(used), enumerate(b_ch)):
             sp = _split(sizes, int(tc), int(cc), int(bc))
             for f in tab:
                 tab[f][i, j, k] = math.prod(getattr(sp, f))

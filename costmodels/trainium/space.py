@@ -8,22 +8,39 @@ Parameters (hardware-facts.md §2.2 step 1 and nki-nc_matmul.txt limits):
 - ``block_stat`` / ``block_mov`` / ``block_k``: instruction tiles per SBUF block and role;
 - ``order``: block loops outermost first (s = stationary free, m = moving free, k = contraction);
 - ``acc``: accumulate across K blocks in an SBUF fp32 tile (``sbuf``) or keep PSUM banks (``psum``);
-- ``cores`` and ``shard``: NeuronCores used and the role split over them.
+- ``cores`` and ``shard``: NeuronCores used and the role split over them: one role takes them
+  all, or a pair of roles shares them (``m2s``: 2 on m, the rest on s; `pair_shards`).
 
 Choices that give the same loop nest as a kept choice for this problem are dropped (see
-`build_space`), so small problems have small spaces. The space is a product of choices, so a
+`build_space`), so small problems have small spaces.
+
+Space sizes (issue #12; bf16, batch 1). Unpruned is the product of every listed choice (2
+stationary x 3 x 4 x 3 tile caps x 5^3 block caps x 6 orders x 2 accumulators x cores x shards:
+3 roles, plus on trn2 the 6 pairs ``m2s m4s m2b m4b s2b s4b``); pruned is after the rules above:
+
+====================  ==========================  ==============================================
+problem               trn1 unpruned -> pruned     trn2 unpruned -> pruned (single shards only)
+====================  ==========================  ==============================================
+4096^3 GEMM           648,000 -> 432,000          3,888,000 -> 1,728,000 (before pairs: 864,000)
+ResNet-50 3x3 conv    648,000 -> 432,000          3,888,000 -> 1,728,000 (before pairs: 864,000)
+(layer1.0.conv2)
+====================  ==========================  ==============================================
+
+Both stay within the mapper's 2,000,000-point enumeration. Tile caps are still the powers of two
+listed below (tile sizes between them: not done yet). The space is a product of choices, so a
 choice is dropped only when it repeats a mapping at every point: ``cores=1`` still comes with
 every shard choice (the same nest).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from costmodels.protocol import Param, SearchSpace
 from costmodels.trainium.cost import ProblemConsts
 from costmodels.trainium.hardware import TrainiumHardware
-from costmodels.trainium.nest import Roles, roles_of, split_role
+from costmodels.trainium.nest import Roles, roles_of, shard_cores, shard_roles, split_role
 from workload import dtypes
 from workload.problem import Problem
 
@@ -110,16 +127,36 @@ def distinct_orders(busy: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _distinct_cores(problem: Problem, hw: TrainiumHardware, cases: list[tuple[list[int], int]]) -> tuple[int, ...]:
-    """Core counts whose split of some sharded role (`cases`: sizes, tile cap) differs from every smaller kept one."""
+def pair_shards(shards: tuple[str, ...], hw: TrainiumHardware) -> tuple[str, ...]:
+    """Splits of the cores over two of the shardable roles `shards`, in both orientations.
+
+    For each pair (x, y) and each divisor d of the chip's cores with 1 < d < cores, ``x{d}y``
+    gives x d cores and y the rest (`shard_cores`): on trn2 (8 cores) ``m2s`` is 2 x 4 and ``m4s``
+    4 x 2, so both orientations of every factorisation are offered once. None on a chip whose
+    core count is prime (trn1's 2 cores: one role takes them all).
+    """
+    n = hw.cores_per_chip
+    divs = [d for d in range(2, n) if n % d == 0]
+    return tuple(f"{x}{d}{y}" for x, y in itertools.combinations(shards, 2) for d in divs)
+
+
+def _distinct_cores(hw: TrainiumHardware, cases: list[tuple[str, list[tuple[str, list[int], int]]]]) -> tuple[int, ...]:
+    """Core counts whose split of some case differs from every smaller kept one.
+
+    A case is a shard choice with, per role it names, (role, sizes, tile cap); its split for a
+    core count is the chip factors of each of those roles (`shard_cores`, `split_role`).
+    """
     kept: list[int] = []
-    seen: list[set[tuple[int, ...]]] = [set() for _ in cases]
+    seen: list[set[tuple[tuple[int, ...], ...]]] = [set() for _ in cases]
     for c in core_choices(hw):
-        chips = [split_role(sizes, cap, c, 1).chip for sizes, cap in cases]
-        if not kept or any(ch not in s for ch, s in zip(chips, seen, strict=True)):
+        keys = []
+        for shard, items in cases:
+            share = shard_cores(shard, c)
+            keys.append(tuple(split_role(sizes, cap, share.get(role, 1), 1).chip for role, sizes, cap in items))
+        if not kept or any(k not in s for k, s in zip(keys, seen, strict=True)):
             kept.append(c)
-            for ch, s in zip(chips, seen, strict=True):
-                s.add(ch)
+            for k, s in zip(keys, seen, strict=True):
+                s.add(k)
     return tuple(kept)
 
 
@@ -144,9 +181,15 @@ def build_space(problem: Problem, hw: TrainiumHardware) -> SearchSpace:
     caps = {"s": ts, "m": tm, "k": tk, "b": (1,)}
     pairs = {role: [(r, role) for r in both] for role in "smkb"}
     busy = "".join(role for role in "smk" if _most_tiles(problem, pairs[role], caps[role]) > 1)
-    shards = tuple(role for role in ("m", "s", "b") if _most_tiles(problem, pairs[role], caps[role]) > 1)
-    cases = [(_sizes(problem, r, role), int(cap)) for role in shards for r, _ in pairs[role] for cap in caps[role]]
-    cores = _distinct_cores(problem, hw, cases) if shards else (1,)
+    singles = tuple(role for role in ("m", "s", "b") if _most_tiles(problem, pairs[role], caps[role]) > 1)
+    shards = singles + pair_shards(singles, hw)
+    cases = [
+        (sh, [(role, _sizes(problem, r, role), int(cap)) for role, cap in zip(shard_roles(sh), combo, strict=True)])
+        for sh in shards
+        for r in both
+        for combo in itertools.product(*(caps[role] for role in shard_roles(sh)))
+    ]
+    cores = _distinct_cores(hw, cases) if shards else (1,)
     params = (
         Param(name="stationary", choices=STATIONARY, doc="input held in the array: the weight or the other one"),
         Param(name="tile_stat", choices=ts, doc="stationary free elements per nc_matmul (<= 128)"),
@@ -158,6 +201,6 @@ def build_space(problem: Problem, hw: TrainiumHardware) -> SearchSpace:
         Param(name="order", choices=distinct_orders(busy), doc="block loops outermost first"),
         Param(name="acc", choices=ACCS, doc="accumulate across K blocks in SBUF or in PSUM banks"),
         Param(name="cores", choices=cores, doc="NeuronCores used"),
-        Param(name="shard", choices=shards or ("m",), doc="role split over the cores"),
+        Param(name="shard", choices=shards or ("m",), doc="role or pair of roles (m2s) over the cores"),
     )
     return SearchSpace(params=params)
