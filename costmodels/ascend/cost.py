@@ -14,7 +14,8 @@ hardware-facts.md §3.2 (Ascend A2/A3, A5):
 4. MTE1 ``bytes_A/rate_L0A + bytes_B/rate_L0B``, MTE2 GM->L1 at the HBM (or L2) rate per core,
    FIX L0C->GM at the PTO rate;
 5. per core: the sum of the pipes without double buffering; with it, the slowest pipe plus one
-   step of the others (pipeline fill), FIX overlapping only if two accumulator sets fit in L0C;
+   step of the others (pipeline fill), FIX overlapping only if two accumulator sets fit in L0C
+   and the overlap is faster;
 6. ``max`` over cores (the uniform split prices the busiest core) and the aggregate HBM check.
 """
 
@@ -105,7 +106,9 @@ def _core(c: CubeConsts, f: Arrays, p: Arrays, acc: np.ndarray) -> tuple[np.ndar
     top = np.maximum(np.maximum(mte2, mte1), cube)
     pipe = top + (three - top) / steps
     overlap = 2 * acc <= c.l0c
-    doubled = np.where(overlap, np.maximum(pipe, fix) + fix / p["blocks"], pipe + fix)
+    # FIX overlaps the next block only where that helps (else it follows the pipe: a schedule choice, so the
+    # time is nonincreasing as the accumulators shrink; the tile dominance rule of space.py relies on it)
+    doubled = np.where(overlap, np.minimum(np.maximum(pipe, fix) + fix / p["blocks"], pipe + fix), pipe + fix)
     return np.where(f["db"], doubled, serial), overlap
 
 

@@ -201,6 +201,7 @@ def _slab(
         np.maximum(x, fix, out=t)
         np.add(t, g["fixb"], out=t)  # max(pipe, fix) + fix / blocks
         np.add(x, fix, out=x)  # pipe + fix
+        np.minimum(t, x, out=t)  # the overlap only where it helps
         np.copyto(x, t, where=g["overlap"])  # doubled
     # _offchip, and the HBM time of cube_scores
     if c.l2_resident:

@@ -42,7 +42,7 @@ from workload.problem import Problem
 
 Arrays = dict[str, np.ndarray]
 #: Tabulate a whole space of at most this many points (about 10 bytes kept per point, `CubeTable`) ...
-TABULATE_MAX = 1 << 20
+TABULATE_MAX = 1 << 21  # the enumeration limit (2M points): the larger spaces of issue #12 tabulate too
 #: ... once the points scored for the problem reach this share of it, each call counting as at least
 #: `CALL_POINTS` points (what a call's own overhead costs, so many one-point calls tabulate too).
 TABULATE_SHARE = 1 / 8

@@ -11,23 +11,72 @@ hardware-facts.md §3.2 step 8). One point of the space fixes:
 - ``core_grid``: ``BxMxN`` distribution of output blocks over the AI cores.
 
 The loop nest of a point is drawn in `costmodels.ascend.mapping`.
+
+Tile choices (`tile_choices`): for a small group (at most `EVERY_TILE_CHOICES` tiles left by the
+rule below) every tile from 1 to its extent, pruned only by that rule; else a ladder of fractal
+multiples (16 rows or columns, ``k0`` = 32 B of the input dtype along K: hardware-facts.md §3.1
+"Fractal layout", §3.2 step 1), not only powers of two, plus the tiles that cover the group in 1,
+2 or 3 pieces. Each is kept within TMATMUL's m/k/n in [1, 4095] (pto-tmatmul.txt, Constraints,
+Runtime) and the L0 buffers, then tightened by the dominance rule of `tighten`.
+
+**Dominance rule** (`tighten`): a tile ``t`` of a group is replaced by the smallest tile ``t'``
+whose greedy split (`nest_group`) leaves the same remainder outside it (for one axis of extent
+``E``: ``t' = ceil(E / ceil(E / t))``, the same number of tiles with the padding spread evenly).
+Proof that ``t'`` is at least as good in every objective, whatever the other parameters:
+
+1. every level outside the tile (L1 multiples, core grid, blocks) splits only the remainder, so
+   all counts (tiles, blocks, K chunks, steps, cores used) are equal;
+2. every field of the model that depends on the tile (cube_tables.py: ``u``, L0A/L0B bytes and
+   their MTE1 time, the GM chunk bytes ``ach``/``bch``, L1 bytes, the accumulator, the output
+   bytes ``bo_m``/``bo_n``) is a nondecreasing function of the tile or of its fractal padding,
+   and ``t' <= t`` gives ``round_up(t') <= round_up(t)``;
+3. the latency (pipes summed; or ``top + (three - top) / steps``; FIX overlapped only where it
+   helps, cost.py `_core`), the off-chip bytes and the footprint are nondecreasing in those
+   fields with the counts fixed, and every capacity or range check that passes for ``t`` passes
+   for ``t'``.
+
+So every point with ``t`` has a point with ``t'`` that is feasible whenever it is and no worse in
+latency, off-chip bytes or footprint. Tiles whose fractal padding cannot fit L0A/L0B/L0C even with
+the smallest partner tiles and no double buffering are left out (infeasible at every point).
+`tests/costmodels/ascend/test_ascend_space.py` checks both against the unpruned space on small
+problems.
+
+Space sizes (ascend-910b; L1 multiples, double buffering and core grids as offered, 576 and 288
+combinations of them for the two problems):
+
+| problem | every tile 1..extent (no rule) | every tile after the rule | offered, before the rule | offered |
+|---|---|---|---|---|
+| GEMM 4096^3 (f16) | 4.0e13 | 1.15e9 (126 tiles per group) | 1,265,472 | 995,328 |
+| ResNet-50 3x3 conv 64@56 | 3.3e10 | 2,134,080 | 2,875,392 | 302,400 |
+
+(the fixed power-of-two space before issue #12: 86,400 and 21,600). Every tile after the rule is
+beyond enumeration for the large groups, so those are offered the ladder: the tiles between its
+rungs are a restriction of the space, not pruned by a proof. ascend-a5: 1,119,744 and 302,400.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 from costmodels.ascend.hardware import AscendHardware
-from costmodels.ascend.tiling import capped_choices, core_grids, exact_tiles, round_up
+from costmodels.ascend.tiling import capped_choices, core_grids, exact_tiles, nest_group, round_up
 from costmodels.ascend.vector import ROW_BLOCKS, VectorSetup
 from costmodels.gemm_view import GemmView, gemm_view
 from costmodels.protocol import Param, SearchSpace
 from workload import dtypes
 from workload.problem import Problem
 
-BASE_MN = (16, 32, 64, 128, 256, 512)
-K_MULTS = (1, 2, 4, 8, 16)
+#: Tile ladder in fractals (16 rows/columns along M and N, k0 along K): powers of two and the 3 * 2**i between.
+FRACTAL_MULTS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+#: Numbers of pieces a group is also covered in exactly (the tile ``ceil(extent / pieces)``).
+PIECES = (1, 2, 3)
+#: A group this small, whose tightened tiles are at most `EVERY_TILE_CHOICES`, is offered every tile
+#: (only the dominance rule prunes); a larger one the ladder (the tiles in between are not offered).
+EVERY_TILE_EXTENT = 128
+EVERY_TILE_CHOICES = 16
 L1_MULTS = (1, 2, 4)
 L1_K_MULTS = (1, 2, 4, 8)
 CUBE_PARAMS = ("base_m", "base_k", "base_n", "l1_m", "l1_k", "l1_n", "double_buffer", "core_grid")
@@ -99,14 +148,54 @@ def cube_setup(problem: Problem, hw: AscendHardware) -> CubeSetup:
     return CubeSetup(problem=problem, hw=hw, view=gemm_view(problem))
 
 
+def tighten(axes: tuple[tuple[str, int], ...], tile: int) -> int:
+    """The smallest tile whose greedy split leaves the same remainder as `tile` (the dominance rule above)."""
+    nest = nest_group(axes, (tile,))
+    return math.prod(-(-size // rest) for (_, size), rest in zip(axes, nest.factors[1], strict=True))
+
+
+def tile_limit(s: CubeSetup, group: str) -> int:
+    """The largest tile of a group that can be feasible: TMATMUL's range, then L0 with the smallest partners."""
+    hw = s.hw
+    sa, sb = dtypes.info(s.left).bytes, dtypes.info(s.right).bytes
+    acc = 4  # fp32/int32 accumulator (pto-tmatmul.txt, dtype triples)
+    if group == "m":
+        cap = min(hw.l0a_bytes // (s.k0 * sa), hw.l0c_bytes // (hw.fractal_n * acc))
+    elif group == "n":
+        cap = min(hw.l0b_bytes // (s.k0 * sb), hw.l0c_bytes // (hw.fractal_m * acc))
+    else:
+        cap = min(hw.l0a_bytes // (hw.fractal_m * sa), hw.l0b_bytes // (hw.fractal_n * sb))
+    return min(hw.tmatmul_max_dim, int(cap))
+
+
+def tile_choices(s: CubeSetup, group: str, ladder: Sequence[int] | None = None) -> tuple[int, ...]:
+    """The tiles offered for a group (``m``, ``n`` or ``k``), tightened (see the module docstring).
+
+    Args:
+        s: the problem on the preset.
+        group: which GEMM group.
+        ladder: candidate tiles before tightening (default: the fractal ladder and the 1-3 piece covers).
+    """
+    axes = s.axes(group)
+    extent = math.prod(size for _, size in axes)
+    unit = s.k0 if group == "k" else (s.hw.fractal_m if group == "m" else s.hw.fractal_n)
+    limit = tile_limit(s, group)
+    if ladder is None:
+        every = {tighten(axes, t) for t in range(1, min(extent, limit) + 1)} if extent <= EVERY_TILE_EXTENT else set()
+        if 0 < len(every) <= EVERY_TILE_CHOICES:
+            ladder = sorted(every)  # small groups: every tile, only the rule prunes
+        else:
+            ladder = [unit * f for f in FRACTAL_MULTS] + [-(-extent // p) for p in PIECES]
+    tiles = {tighten(axes, min(int(t), extent)) for t in ladder}
+    keep = sorted(t for t in tiles if round_up(t, unit) <= limit)  # past the limit: infeasible at every point
+    return tuple(keep) if keep else (min(tiles),)
+
+
 def cube_space(s: CubeSetup) -> SearchSpace:
-    """Base tiles, L1 multiples, double buffering and core grids, capped to the problem's size."""
+    """Tightened base tiles, L1 multiples, double buffering and core grids, capped to the problem's size."""
     v, hw = s.view, s.hw
     mp, np_, kp = round_up(v.M, hw.fractal_m), round_up(v.N, hw.fractal_n), round_up(v.K, s.k0)
-    rec_m, rec_k, rec_n = hw.recommended_base_mkn
-    bm = capped_choices((*BASE_MN[:-1], rec_m), mp)
-    bn = capped_choices((*BASE_MN, rec_n), np_)
-    bk = capped_choices((*(s.k0 * f for f in K_MULTS), rec_k), kp)
+    bm, bk, bn = (tile_choices(s, g) for g in ("m", "k", "n"))
     grids = core_grids(hw.aic_cores, v.B, -(-v.M // hw.fractal_m), -(-v.N // hw.fractal_n))
 
     def mults(base: tuple[int, ...], values: tuple[int, ...], extent: int) -> tuple[int, ...]:
