@@ -24,6 +24,7 @@ from costmodels.registry import get_target
 from executor import fidelity
 from executor.tiled import run_mapping
 from executor.validate import validate
+from tests.costmodels.tenstorrent.points import BASE
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 
@@ -38,19 +39,7 @@ EXPECTED = {
 }
 
 #: a point of the Tenstorrent space (height sharding over 8 cores, L1, fp32 accumulation)
-POINT: dict[str, Any] = {
-    "layout": "height/8",
-    "memory": "l1-sharded",
-    "act_block_h_rank": 0,
-    "act_block_w_div": 1,
-    "in0_block_w": 1,
-    "subblock_rank": 0,
-    "act_double_buffer": False,
-    "weights_double_buffer": False,
-    "split_reader": False,
-    "math_fidelity": "HiFi4",
-    "fp32_acc": True,
-}
+POINT: dict[str, Any] = dict(BASE)
 
 
 def test_phase_masks_follow_the_isa_functional_model() -> None:
