@@ -129,3 +129,16 @@ def shift_halo_chunk(config: HaloConfig, by: int = 1) -> HaloConfig | None:
             cores[ci] = dataclasses.replace(core, chunks=tuple(chunks))
             return dataclasses.replace(config, cores=tuple(cores))
     return None
+
+
+def mutants(problem: Problem, mapping: Mapping) -> list[tuple[str, Mapping]]:
+    """Every broken variant of `mapping` that applies to it, named: what `mapper mutants` validates to show
+    that the executor catches a broken version of this very mapping."""
+    made = [
+        ("drop a tile", drop_tile(problem, mapping)),
+        ("repeat a reduction tile", repeat_reduction_tile(problem, mapping)),
+        ("wrong stride", wrong_stride(problem, mapping)),
+        ("dummy padding in a reduction", dummy_in_reduction(problem, mapping)),
+        ("bf16 accumulator", narrow_accumulator(mapping) if mapping.acc_dtype not in ("bf16", "i32") else None),
+    ]
+    return [(name, m) for name, m in made if m is not None]

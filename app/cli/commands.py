@@ -14,6 +14,7 @@ from app import baseline as bl
 from app.cli import common
 from app.cli.common import (
     EXIT_CODES,
+    EXIT_FAILED,
     EXIT_INTERRUPTED,
     BaselineOpt,
     JsonOpt,
@@ -164,6 +165,43 @@ def tune(
         rows, comparison=comparison, as_json=as_json, baseline=baseline, tolerance=tolerance,
         write_baseline=write_baseline,
     )  # fmt: skip
+
+
+@app.command()
+def mutants(
+    file: Annotated[Path, typer.Argument(help="JSON/YAML file holding one problem")],
+    target: Annotated[str, typer.Option(help="target preset")] = "trn2",
+    as_json: JsonOpt = False,
+) -> None:
+    """Tune a problem, then validate broken copies of its best mapping (a dropped tile, a repeated reduction
+    tile, a wrong stride, dummy padding in a reduction, a bf16 accumulator): each must fail. Exit 3 if one passes."""
+    from costmodels.registry import get_target
+    from executor.mutations import mutants as make_mutants
+    from executor.validate import validate_as_run
+    from mapper.search import tune as search
+    from workload.spec import problem_from_dict
+
+    with _user_errors():
+        specs = read_problem_file(file)
+        if len(specs) != 1:
+            raise UsageError(f"{file.name} holds {len(specs)} problems; give one")
+        problem = problem_from_dict(specs[0])
+        result = search(problem, get_target(target), SearchSettings(), validate=False)
+    if result.mapping is None:
+        _fail(f"{target} has no feasible mapping for this problem", EXIT_FAILED)
+    rows = []
+    for name, broken in make_mutants(problem, result.mapping):
+        report = validate_as_run(problem, broken)
+        rows.append(
+            {"mutant": name, "caught": report.status == "failed", "status": report.status, "why": report.reason}
+        )
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+    else:
+        for r in rows:
+            typer.echo(f"{'caught' if r['caught'] else 'MISSED':7} {r['mutant']}: {r['status']} ({r['why']})")
+    if not all(r["caught"] for r in rows):
+        raise typer.Exit(EXIT_FAILED)
 
 
 def _need_server(server: str | None, token: str | None) -> ApiClient:
