@@ -11,8 +11,6 @@ process it starts is stopped before it returns.
 from __future__ import annotations
 
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +21,8 @@ from typing import Any
 
 import httpx
 import numpy as np
+
+from bench.service_process import free_port, ready_workers, stop_group, wait_until
 
 REQUESTS = 1000  # per phase
 PHASE_SECONDS = 15.0  # a phase stops early past this
@@ -42,12 +42,6 @@ SEARCHES: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _search(target: str, params: dict[str, Any]) -> dict[str, Any]:
     """Every ResNet-50 layer on `target`, each searched by TPE for up to SEARCH_SECONDS (patience 0): minutes
     of work. (A single problem may not last: TPE's structural space can be exhausted within a second.)"""
@@ -63,22 +57,11 @@ def _search(target: str, params: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=10)
-    except ProcessLookupError:
-        pass
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=5)
-
-
 @contextmanager
 def service(workers: int) -> Iterator[str]:
     """`mapper serve` (one worker) and `workers - 1` more `mapper worker`s; the base URL."""
     with tempfile.TemporaryDirectory(prefix="tm-bench-") as tmp:
-        port = _free_port()
+        port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("TM_")} | {
             "TM_HOST": "127.0.0.1",
             "TM_PORT": str(port),
@@ -90,31 +73,15 @@ def service(workers: int) -> Iterator[str]:
         base = f"http://127.0.0.1:{port}"
         try:
             # the others once the service has created the database (processes creating it at once collide)
-            _wait("the service ready", lambda: _ready_workers(base) >= 1, 60)
+            wait_until("the service ready", lambda: ready_workers(base) >= 1, 60)
             for _ in range(workers - 1):
                 worker = [sys.executable, "-c", "from app.cli import main; main(['worker'])"]
                 procs.append(subprocess.Popen(worker, start_new_session=True, **quiet))
-            _wait(f"{workers} workers ready", lambda: _ready_workers(base) >= workers, 60)
+            wait_until(f"{workers} workers ready", lambda: ready_workers(base) >= workers, 60)
             yield base
         finally:
             for p in procs:
-                _stop(p)
-
-
-def _ready_workers(base: str) -> int:
-    try:
-        r = httpx.get(f"{base}/v1/ready", timeout=2)
-    except httpx.HTTPError:
-        return 0
-    return int(r.json().get("workers", 0)) if r.status_code == 200 else 0
-
-
-def _wait(what: str, check: Any, timeout: float) -> None:
-    t0 = time.monotonic()
-    while not check():
-        if time.monotonic() - t0 > timeout:
-            raise TimeoutError(f"{what}: not within {timeout} s")
-        time.sleep(0.2)
+                stop_group(p, timeout=10)
 
 
 def latencies(client: httpx.Client, n: int = REQUESTS, max_seconds: float = PHASE_SECONDS) -> np.ndarray:
@@ -140,7 +107,7 @@ def main() -> None:
     print(f"GET /v1/health latency, {REQUESTS} sequential requests per phase, {os.cpu_count()} CPUs, {workers} workers")
     with service(workers) as base, httpx.Client(base_url=base, timeout=10) as client:
         warm = client.post("/v1/tunings", json=WARM_UP).json()["id"]
-        _wait("the warm-up job", lambda: client.get(f"/v1/tunings/{warm}").json()["state"] == "succeeded", 60)
+        wait_until("the warm-up job", lambda: client.get(f"/v1/tunings/{warm}").json()["state"] == "succeeded", 60)
         latencies(client, 50)  # warm up the connection and the route
         idle = latencies(client) * 1e3
         jobs = []
@@ -153,7 +120,7 @@ def main() -> None:
             states = [client.get(f"/v1/tunings/{j}").json()["state"] for j in jobs]
             return all(s == "running" for s in states)
 
-        _wait("all searches running", all_running, 30)
+        wait_until("all searches running", all_running, 30)
         loaded = latencies(client) * 1e3
         states = [client.get(f"/v1/tunings/{j}").json()["state"] for j in jobs]
         still = states.count("running")

@@ -22,8 +22,6 @@ import asyncio
 import os
 import random
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,17 +31,13 @@ from typing import Any
 import httpx
 import numpy as np
 
+from bench.service_process import free_port, ready_workers, stop_group, wait_until
+
 REQUESTS = 200
 CONCURRENCY = 32
 READ_SECONDS = 10.0
 COMPLETE_SECONDS = 300.0
 TARGETS = ("trn2", "rngd", "ascend-910b", "wormhole-n150")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def held_out(n: int, seed: int = 7) -> list[dict[str, Any]]:
@@ -73,17 +67,6 @@ def _start(tmp: str, port: int) -> subprocess.Popen[bytes]:
     log = open(os.path.join(tmp, "serve.log"), "wb")  # noqa: SIM115
     return subprocess.Popen(cmd, env=env, cwd=tmp, stdout=log, stderr=log,
                             start_new_session=True)  # fmt: skip
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=15)
-    except ProcessLookupError:
-        pass
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=5)
 
 
 async def _submit_all(base: str, bodies: list[dict[str, Any]]) -> list[httpx.Response]:
@@ -131,20 +114,11 @@ def _wrk(url: str, connections: int) -> str:
 
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tm-load-") as tmp:
-        port = _free_port()
+        port = free_port()
         base = f"http://127.0.0.1:{port}"
         proc = _start(tmp, port)
         try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                try:
-                    if httpx.get(f"{base}/v1/ready", timeout=1).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.2)
-            else:
-                raise SystemExit("the service did not become ready")
+            wait_until("the service ready", lambda: ready_workers(base) >= 1, 60)
             distinct = held_out(REQUESTS // 2)
             bodies = distinct + [dict(b) for b in distinct]  # the second half repeats the first
             random.Random(1).shuffle(bodies)
@@ -190,7 +164,7 @@ def main() -> None:
                 for conns in (4, 8, 16, 32):
                     print(f"wrk, {conns} connections: {_wrk(base + paths[0], conns)}")
         finally:
-            _stop(proc)
+            stop_group(proc)
             if os.environ.get("TM_BENCH_LOG"):
                 with open(os.path.join(tmp, "serve.log")) as f:
                     print(f.read()[-6000:])

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import collections
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,15 +20,11 @@ import uuid
 
 import httpx
 
+from bench.service_process import free_port, ready_workers, stop_group, wait_until
+
 PG = "postgresql://postgres@127.0.0.1:5432/test"
 TARGETS = ("wormhole-n150", "trn2")
 BODY = {"workload": "resnet50", "params": {"batch": 16}, "validate": False}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _run(workers: int) -> tuple[float, collections.Counter[str]]:
@@ -40,7 +34,7 @@ def _run(workers: int) -> tuple[float, collections.Counter[str]]:
     with psycopg.connect(PG, autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{schema}"')
     url = f"postgresql+psycopg://postgres@127.0.0.1:5432/test?options=-csearch_path%3D{schema}"
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TM_")} | {"TM_PORT": str(port)}
@@ -49,15 +43,7 @@ def _run(workers: int) -> tuple[float, collections.Counter[str]]:
         proc = subprocess.Popen(cmd, env=env, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)  # fmt: skip
         try:
-            end = time.monotonic() + 60
-            while time.monotonic() < end:
-                try:
-                    r = httpx.get(f"{base}/v1/ready", timeout=1)
-                    if r.status_code == 200 and r.json()["workers"] == workers:
-                        break
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.2)
+            wait_until(f"{workers} workers ready", lambda: ready_workers(base) == workers, 60)
             t0 = time.perf_counter()
             ids = [
                 httpx.post(f"{base}/v1/tunings", json={**BODY, "target": t}, timeout=30).json()["id"] for t in TARGETS
@@ -72,8 +58,7 @@ def _run(workers: int) -> tuple[float, collections.Counter[str]]:
                 per_worker.update(result.get("layer_workers", {}).values())
             return wall, per_worker
         finally:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=20)
+            stop_group(proc, timeout=20)
             with psycopg.connect(PG, autocommit=True) as conn:
                 conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 
