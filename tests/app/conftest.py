@@ -3,6 +3,7 @@ and settings on this machine's PostgreSQL (`pg_url`, tests/conftest.py)."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from app.jobs.worker import Worker
 from app.main import create_app
 from app.settings import Settings
 
@@ -25,6 +27,17 @@ def client(settings: Settings) -> Iterator[TestClient]:
     """The app in-process on `settings` (lifespan run, so the store exists)."""
     with TestClient(create_app(settings), raise_server_exceptions=False) as c:
         yield c
+
+
+@pytest.fixture
+def running_worker(client: TestClient, settings: Settings) -> Iterator[Worker]:
+    """A worker thread on the in-process app's store, stopped after the test."""
+    w = Worker(settings, store=client.app.state.store)  # type: ignore[attr-defined]
+    t = threading.Thread(target=w.run, daemon=True)
+    t.start()
+    yield w
+    w.stopping.set()
+    t.join(10)
 
 
 @pytest.fixture

@@ -13,8 +13,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,13 +52,9 @@ def _worker(client: TestClient, settings: Settings) -> Worker:
 
 
 @pytest.fixture
-def worker(api: TestClient, settings: Settings) -> Iterator[Worker]:
-    w = _worker(api, settings)
-    t = threading.Thread(target=w.run, daemon=True)
-    t.start()
-    yield w
-    w.stopping.set()
-    t.join(10)
+def worker(api: TestClient, running_worker: Worker) -> Worker:
+    """A worker taking the in-process app's jobs while the CLI talks to it."""
+    return running_worker
 
 
 def _job_id(stderr: str) -> str:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
@@ -21,16 +19,6 @@ LONG = {"workload": "resnet50", "params": {"batch": 16}, "target": "rngd", "vali
 
 def _worker(client: TestClient, settings: Settings) -> Worker:
     return Worker(settings, store=client.app.state.store)  # type: ignore[attr-defined]
-
-
-@pytest.fixture
-def running_worker(client: TestClient, settings: Settings) -> Iterator[Worker]:
-    w = _worker(client, settings)
-    t = threading.Thread(target=w.run, daemon=True)
-    t.start()
-    yield w
-    w.stopping.set()
-    t.join(10)
 
 
 def _wait(client: TestClient, job_id: str, states: tuple[str, ...], timeout: float = 30) -> dict:
