@@ -146,9 +146,28 @@ class ProblemRules:
         for op in problem.inputs:
             name = dtypes.canonical_dtype(op.dtype)
             if name not in ok:
-                text = self.dtype.format(name=op.name, dtype=name, allowed=", ".join(ok))
+                text = block_float_refusal(op.name, name) or self.dtype.format(
+                    name=op.name, dtype=name, allowed=", ".join(ok)
+                )
                 out.append(Violation(code="dtype", message=text))
         return out
+
+
+#: the family whose targets take tt-metal's block-float formats (bfloat8_b, bfloat4_b)
+BLOCK_FLOAT_FAMILY = "tenstorrent"
+
+
+def block_float_refusal(operand: str, dtype: str) -> str | None:
+    """The message refusing a block-float operand on a target of another family (None: not a block float)."""
+    if not dtypes.is_block(dtype):
+        return None
+    from costmodels.presets import preset_family, preset_names
+
+    takers = [p for p in preset_names() if preset_family(p) == BLOCK_FLOAT_FAMILY]
+    return (
+        f"operand {operand} is {dtype}, tt-metal's block-float format (16 values share one exponent), which only "
+        f"the Tenstorrent targets take ({', '.join(takers)}): run it there, or declare {operand} as bf16"
+    )
 
 
 def point_of(mapping: Mapping, names: Iterable[str]) -> dict[str, Choice] | None:

@@ -34,9 +34,21 @@ hardware adds phase products into ``Dst`` (the ISA calls its functional model "a
 floating-point order and precision): the executor adds them in float32 within the instruction
 tile, and the accumulation tolerance (`executor.tolerance`) covers that order.
 
-Only bf16 operands are emulated: f32 operands reach the multipliers as BF16 or TF32 depending on
-the unpacker configuration (``MVMUL.md``, "Determine the data formats"), which a mapping does not
-record, so their validation is reported as not checked.
+Block-float operands (``bfloat8_b``, ``bfloat4_b``, `workload.blockfloat`) are emulated like bf16: a
+datum has at most 7 significant bits (bfloat8_b; 3 for bfloat4_b) and tt-metal's own decoder
+(``convert_bfp_to_u32`` in ``blockfloat_common.cpp``) renormalises it into a float with the leading 1
+implicit, so the value is exact in the BF16 layout the source registers hold; the unpacker doing the same
+renormalisation is an [ASSUMPTION] (SrcA/SrcB hold only sign-exponent-mantissa floats with an implicit
+1, tt-isa ``SrcASrcB.md`` "Data types"), and the fidelity phases then take their bits like bf16's. It
+agrees with hardware-facts.md §4.1, row "Fidelity per dtype" ("FP8/BFP4/BFP2 need only phase 0"): a
+bfloat4_b significand (1+2 bits) fits phase 0 of both operands, so LoFi is exact on bfloat4_b x
+bfloat4_b, and bfloat8_b (1+6 bits) fits SrcB's phase-0 part and SrcA's phases 0-1, so HiFi2 is exact
+on bfloat8_b x bfloat8_b. `plan` finds such cases by checking that the phase parts add up to the operands
+and then reports the products as exact.
+
+f32 operands are not emulated: they reach the multipliers as BF16 or TF32 depending on the unpacker
+configuration (``MVMUL.md``, "Determine the data formats"), which a mapping does not record, so their
+validation is reported as not checked.
 """
 
 from __future__ import annotations
@@ -51,8 +63,9 @@ from workload.problem import Problem
 #: Fidelity phases run by each fidelity (hardware-facts.md §4.1, row "Math fidelity").
 PHASES: dict[str, int] = {"LoFi": 1, "HiFi2": 2, "HiFi3": 3, "HiFi4": 4}
 
-#: Operand formats whose fidelity emulation is exact (lossless in SrcA/SrcB, tt-isa SrcASrcB.md "Data types").
-EMULATED_DTYPES: tuple[str, ...] = ("bf16",)
+#: Operand formats whose fidelity emulation is exact (lossless in SrcA/SrcB, tt-isa SrcASrcB.md "Data types";
+#: the block floats through tt-metal's renormalising decoder, see the module docstring).
+EMULATED_DTYPES: tuple[str, ...] = ("bf16", "bfloat8_b", "bfloat4_b")
 
 _SRCA_HI, _SRCA_LO_REST = np.uint32(0xFFF80000), np.uint32(0xFFF83FFF)
 _SRCB_HI, _SRCB_LO_REST = np.uint32(0xFFFE0000), np.uint32(0xFFFE1FFF)
@@ -103,13 +116,16 @@ class Plan:
     pairs: tuple[tuple[np.ndarray, ...], ...]  # each: the inputs of one contraction; results are summed
     exact: bool  # the phases cover every significand bit: the products are the exact ones
 
+    dtypes: tuple[str, ...] = ("bf16",)  # the operand formats, for the description
+
     def describe(self) -> str:
+        formats = " x ".join(self.dtypes)
         if self.exact:
-            return f"math fidelity {self.fidelity}: every bf16 significand bit multiplied (exact products)"
+            return f"math fidelity {self.fidelity}: every {formats} significand bit multiplied (exact products)"
         return (
-            f"math fidelity {self.fidelity} emulated: {PHASES[self.fidelity]} phase(s) of 5-bit SrcA x 7-bit SrcB "
-            "significand products (tt-isa ELWMUL.md SrcAFidelityBits/SrcBFidelityBits); the reference is the "
-            "exact sum of the same phase products"
+            f"math fidelity {self.fidelity} emulated on {formats} operands: {PHASES[self.fidelity]} phase(s) of "
+            "5-bit SrcA x 7-bit SrcB significand products (tt-isa ELWMUL.md SrcAFidelityBits/SrcBFidelityBits); "
+            "the reference is the exact sum of the same phase products"
         )
 
 
@@ -139,9 +155,10 @@ def plan(problem: Problem, mapping: Mapping, inputs: list[np.ndarray]) -> Plan |
     fid = fidelity_of(mapping)
     if fid is None:
         return None
+    formats = tuple(o.dtype for o in problem.inputs)
     phases = range(PHASES[fid])
     if len(phases) == 4:  # for bf16 the four phases consume every bit: a*b exactly
-        return Plan(fid, (tuple(inputs),), exact=True)
+        return Plan(fid, (tuple(inputs),), exact=True, dtypes=formats)
     ia = srca_index(problem)
     ib = 1 - ia
     a = np.asarray(inputs[ia]).astype(np.float32)
@@ -158,4 +175,12 @@ def plan(problem: Problem, mapping: Mapping, inputs: list[np.ndarray]) -> Plan |
         pair: list[np.ndarray] = [np.empty(0)] * 2
         pair[ia], pair[ib] = a_part, b_part
         pairs.append(tuple(pair))
-    return Plan(fid, tuple(pairs), exact=False)
+    if all(_vanishes(a, b, p) for p in range(len(phases), 4)):
+        # every phase left out multiplies a part that is zero (bfloat4_b at LoFi, bfloat8_b at HiFi2): exact products
+        return Plan(fid, (tuple(inputs),), exact=True, dtypes=formats)
+    return Plan(fid, tuple(pairs), exact=False, dtypes=formats)
+
+
+def _vanishes(a: np.ndarray, b: np.ndarray, phase: int) -> bool:
+    """Is the product of `phase` zero for every operand pair (its SrcA part or its SrcB part is all zero)?"""
+    return not np.any(srca_bits(a, phase)) or not np.any(srcb_bits(b, phase))

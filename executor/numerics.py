@@ -26,7 +26,7 @@ import math
 import ml_dtypes
 import numpy as np
 
-from workload import dtypes
+from workload import blockfloat, dtypes
 from workload.problem import Problem
 from workload.reference import int_output
 
@@ -45,8 +45,11 @@ def to_storage(values: np.ndarray, name: str) -> np.ndarray:
     """Convert `values` to the storage format `name` with one ml_dtypes/numpy cast.
 
     Floats round to nearest even; see the module docstring for overflow (NaN for e4m3fn, inf
-    otherwise) and integer wrapping (int4/int8 wrap in two's complement).
+    otherwise) and integer wrapping (int4/int8 wrap in two's complement). Block floats (bfloat8_b,
+    bfloat4_b) are packed as tt-metal packs them (`workload.blockfloat.quantize`), held in float32.
     """
+    if dtypes.is_block(name):  # tt-metal's packing: shared exponent per 16 along the last axis
+        return blockfloat.quantize(np.asarray(values, dtype=np.float64).astype(np.float32), name)
     with np.errstate(over="ignore", invalid="ignore"):
         return np.asarray(values).astype(storage_dtype(name))
 
@@ -142,4 +145,6 @@ def unit_roundoff(name: str) -> float:
     info = dtypes.info(name)
     if info.is_int:
         return 0.0
+    if info.block:  # relative to the block's largest value, whose leading 1 is the mantissa's top bit
+        return 2.0 ** -(blockfloat.FORMATS[info.name].mantissa_bits)
     return float(ml_dtypes.finfo(info.numpy).eps) / 2.0

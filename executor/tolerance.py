@@ -75,22 +75,30 @@ def derive(problem: Problem, acc_dtype: str | None = None) -> tuple[Tolerance, s
         u_acc = numerics.unit_roundoff(acc_dtype)
         acc_text = f"{acc_dtype}, u={u_acc:.3g}: the mapping accumulates in {acc_dtype}, the problem declares {acc}"
     u_prod = numerics.unit_roundoff("f32") if any(o.dtype == "f32" for o in problem.inputs) else 0.0
+    blocks = [f"{o.name} {o.dtype}" for o in problem.inputs if dtypes.is_block(o.dtype)]
+    packed = (
+        f"inputs packed as tt-metal packs them ({', '.join(blocks)}: one exponent per 16 values along the last "
+        "dimension, mantissas rounded to nearest even, saturating), the same packed values in the run and the "
+        "reference, so the bound is the accumulation's: "
+        if blocks
+        else ""
+    )
     info = dtypes.info(out)
     u_out = 0.0 if info.is_int else numerics.unit_roundoff(out)
     atol = 0.5 if info.is_int else float(ml_dtypes.finfo(info.numpy).smallest_subnormal) / 2.0
     out_part = f"output rounding to {out} (u={u_out:.3g})"
     if problem.reduce_op == "add":
         sum_rtol = SIGMA_FACTOR * math.sqrt(k) * u_acc + u_prod
-        reason = (
+        reason = packed + (
             f"{SIGMA_FACTOR:g}*sqrt(K={k})*u_acc({acc_text}) of sum|terms|"
             f"{' plus f32 product rounding' if u_prod else ' (products exact)'}, plus {out_part}"
         )
         return Tolerance(atol=atol, rtol=u_out, sum_rtol=sum_rtol), reason
     if problem.reduce_op == "mul":
         rtol = k * u_acc + u_prod * k + u_out
-        return Tolerance(atol=atol, rtol=rtol), f"K={k} roundings of a product in {acc_text}, plus {out_part}"
+        return Tolerance(atol=atol, rtol=rtol), f"{packed}K={k} roundings of a product in {acc_text}, plus {out_part}"
     return (
         Tolerance(atol=atol, rtol=u_prod + u_out),
-        f"{problem.reduce_op} selects one product (exact{' but for f32 product rounding' if u_prod else ''}), "
+        f"{packed}{problem.reduce_op} selects one product (exact{' but for f32 product rounding' if u_prod else ''}), "
         f"plus {out_part}",
     )

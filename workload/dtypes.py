@@ -7,6 +7,11 @@ Accumulation rules follow the reference documents:
   (nki-nc_matmul.txt).
 - Ascend TMATMUL: (int32, int8, int8) and float accumulators for half/bf16/float inputs
   (pto-tmatmul.txt, "Constraints").
+- tt-metal's block-float formats ``bfloat8_b`` and ``bfloat4_b`` (`workload.blockfloat`): 16 values
+  share an 8-bit exponent; input formats of the Tenstorrent targets only, accumulated in f32 like bf16
+  (the Tensix source registers hold them as floats, the destination register accumulates in fp32 or
+  bf16). Their bytes per element are a whole tile's bytes (exponent section included) over its 1024
+  elements.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from typing import Literal, get_args
 import ml_dtypes
 import numpy as np
 
-DType = Literal["i4", "i8", "i32", "f8e4m3", "f8e5m2", "bf16", "f16", "f32"]
+from workload import blockfloat
+
+DType = Literal["i4", "i8", "i32", "f8e4m3", "f8e5m2", "bf16", "f16", "f32", "bfloat8_b", "bfloat4_b"]
 DTYPES: tuple[str, ...] = get_args(DType)
 
 #: Accepted spellings of each dtype (lower-case), mapped to the canonical name.
@@ -50,6 +57,12 @@ ALIASES: dict[str, str] = {
     "fp32": "f32",
     "float": "f32",
     "float32": "f32",
+    "bfloat8_b": "bfloat8_b",
+    "bfp8_b": "bfloat8_b",
+    "bf8_b": "bfloat8_b",
+    "bfloat4_b": "bfloat4_b",
+    "bfp4_b": "bfloat4_b",
+    "bf4_b": "bfloat4_b",
 }
 
 
@@ -62,11 +75,13 @@ class DTypeInfo:
     is_int: bool
     numpy: np.dtype  # storage dtype (ml_dtypes for the low-precision ones)
     accumulator: str  # the accumulation type the references derive for this input type
+    block: bool = False  # a block-float format (values share an exponent per block of 16)
+    tile_bytes: int = 0  # block floats: bytes of a 32x32 tile, exponent section included
 
     @property
     def bytes(self) -> float:
-        """Bytes per element (0.5 for i4)."""
-        return self.bits / 8
+        """Bytes per element (0.5 for i4; a tile's bytes over its 1024 elements for block floats)."""
+        return self.tile_bytes / blockfloat.TILE_HW if self.block else self.bits / 8
 
 
 _INFO: dict[str, DTypeInfo] = {
@@ -78,6 +93,11 @@ _INFO: dict[str, DTypeInfo] = {
     "bf16": DTypeInfo("bf16", 16, False, np.dtype(ml_dtypes.bfloat16), "f32"),
     "f16": DTypeInfo("f16", 16, False, np.dtype(np.float16), "f32"),
     "f32": DTypeInfo("f32", 32, False, np.dtype(np.float32), "f32"),
+    # block floats: `bits` is one datum (sign + mantissa); decoded values are exact in float32
+    **{
+        f.name: DTypeInfo(f.name, f.mantissa_bits + 1, False, np.dtype(np.float32), "f32", True, f.tile_bytes)
+        for f in blockfloat.FORMATS.values()
+    },
 }
 
 
@@ -92,6 +112,11 @@ def canonical_dtype(name: str) -> str:
 def info(name: str) -> DTypeInfo:
     """Facts about a (canonical or alias) dtype."""
     return _INFO[canonical_dtype(name)]
+
+
+def is_block(name: str) -> bool:
+    """Is `name` one of tt-metal's block-float formats (bfloat8_b, bfloat4_b)?"""
+    return info(name).block
 
 
 def accumulator_of(names: list[str] | tuple[str, ...]) -> str:

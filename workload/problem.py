@@ -226,6 +226,16 @@ def semantic_errors(p: Problem) -> list[ProblemError]:
             dtypes.canonical_dtype(op.dtype)
         except ValueError as e:
             errs.append(ProblemError(f"unknown dtype of operand {op.name}", token=op.dtype, hint=str(e)))
+        else:
+            if op is p.output and dtypes.is_block(op.dtype):
+                errs.append(
+                    ProblemError(
+                        f"output {op.name} is {dtypes.canonical_dtype(op.dtype)}, a block-float input format",
+                        token=op.dtype,
+                        hint="block floats (bfloat8_b, bfloat4_b) are accepted as inputs only: give the output "
+                        "bf16 or f32, or leave out_dtype to get the accumulator (f32)",
+                    )
+                )
         for d in op.dims:
             if not d.terms:
                 errs.append(ProblemError("empty index expression", token=op.name, hint="index by an axis"))

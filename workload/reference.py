@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from workload import dtypes
+from workload import blockfloat, dtypes
 from workload.errors import ProblemError
 from workload.problem import Problem
 
@@ -81,7 +81,8 @@ def random_inputs(problem: Problem, rng: np.random.Generator) -> list[np.ndarray
     """Random real (unpadded) input tensors in their storage dtypes.
 
     Floats are uniform in [-2, 2] (in [0.5, 1.5] for a mul reduction, so products neither vanish
-    nor overflow) rounded to the dtype; i4 and i8 span their full range; i32 stays in
+    nor overflow) rounded to the dtype (block floats: to float32, then packed in blocks of 16 along
+    the tensor's last dimension, `workload.blockfloat.quantize`); i4 and i8 span their full range; i32 stays in
     [-1024, 1024] so that long integer sums cannot approach the accumulator's range (mul
     reductions of integers use [-2, 2]).
     """
@@ -99,7 +100,10 @@ def random_inputs(problem: Problem, rng: np.random.Generator) -> list[np.ndarray
             out.append(rng.integers(lo, hi, size=shape, endpoint=True).astype(info.numpy))
         else:
             lo_f, hi_f = (0.5, 1.5) if problem.reduce_op == "mul" else (-2.0, 2.0)
-            out.append(_round_to_dtype(rng.uniform(lo_f, hi_f, size=shape), op.dtype))
+            values = _round_to_dtype(rng.uniform(lo_f, hi_f, size=shape), op.dtype)
+            if info.block:  # float32 values packed as tt-metal packs them (shared exponent per 16)
+                values = blockfloat.quantize(values, op.dtype)
+            out.append(values)
     return out
 
 

@@ -155,7 +155,8 @@ FIELD_HINTS: dict[str, str] = {
     "stride": "give an integer or a pair of integers, e.g. 2 or [2, 2]",
     "padding": "give an integer or a pair of integers, e.g. 1 or [1, 1]",
     "dilation": "give an integer or a pair of integers, e.g. 1 or [2, 2]",
-    "dtype": 'give a dtype name (i4, i8, i32, f8e4m3, f8e5m2, bf16, f16, f32) or a mapping such as {"A": "i8"}',
+    "dtype": "give a dtype name (i4, i8, i32, f8e4m3, f8e5m2, bf16, f16, f32, bfloat8_b, bfloat4_b) "
+    'or a mapping such as {"A": "i8"}',
     "weight": "give the weight input's index (0 or 1) or its name",
     "pad": 'give input name -> one [lo, hi] pair per dimension, e.g. {"A": [[1, 1], [0, 0]]}',
     "sizes": 'give axis name -> whole number, e.g. {"m": 64} (not 64.0 or "64")',

@@ -44,7 +44,7 @@ log = logging.getLogger("tensormapper.api")
 T = TypeVar("T")
 
 #: Dtypes probed for `Supported` (every dtype of the README, in its order).
-PROBE_DTYPES: tuple[str, ...] = ("i4", "i8", "i32", "f8e4m3", "f8e5m2", "bf16", "f16", "f32")
+PROBE_DTYPES: tuple[str, ...] = ("i4", "i8", "i32", "f8e4m3", "f8e5m2", "bf16", "f16", "f32", "bfloat8_b", "bfloat4_b")
 REDUCE_OPS: tuple[str, ...] = ("add", "mul", "max", "min")
 
 #: Bounds on a client's mapping before any engine code walks it (`mapping_errors`).

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from costmodels.ascend.hardware import AscendHardware
-from costmodels.family import KNOBS
+from costmodels.family import KNOBS, block_float_refusal
 from costmodels.gemm_view import gemm_view
 from costmodels.ir import Mapping
 from costmodels.protocol import Violation
@@ -64,7 +64,10 @@ def supports(problem: Problem, hw: AscendHardware, preset: str) -> list[Violatio
         v = gemm_view(problem)
         left, right = problem.inputs[v.moving].dtype, problem.inputs[v.stationary].dtype
         acc = problem.acc_dtype
-        if not hw.supports_triple(acc, left, right):
+        refusals = [r for o in problem.inputs if (r := block_float_refusal(o.name, o.dtype))]
+        if refusals:
+            out += [Violation(code="tmatmul-dtype", message=r) for r in refusals]
+        elif not hw.supports_triple(acc, left, right):
             triples = ", ".join(f"({a}, {b}, {c})" for a, b, c in hw.matmul_triples)
             out.append(
                 Violation(
@@ -77,8 +80,11 @@ def supports(problem: Problem, hw: AscendHardware, preset: str) -> list[Violatio
         return out
     allowed = ", ".join(hw.vector_dtypes)
     src, dst = problem.inputs[0].dtype, problem.output.dtype
+    refusal = block_float_refusal(problem.inputs[0].name, src)
+    if refusal:
+        out.append(Violation(code="trowprod-dtype", message=refusal))
     for role, d in (("input", src), ("output", dst)):
-        if d not in hw.vector_dtypes:
+        if d not in hw.vector_dtypes and not (refusal and role == "input"):
             out.append(
                 Violation(
                     code="trowprod-dtype",

@@ -10,8 +10,11 @@ from costmodels.tenstorrent.hardware import FIDELITIES, TensixHardware
 from costmodels.tenstorrent.shape import TTShape, cdiv, layout_stats
 
 KIB = 1024
-#: ttnn conv2d dtype / weights_dtype (tenstorrent-conv2d.md, Conv2dConfig)
-SUPPORTED_DTYPES = ("bf16", "f32")
+#: ttnn conv2d dtype / weights_dtype (tenstorrent-conv2d.md, Conv2dConfig), and tt-metal's block floats
+#: (tt-metal's model code passes ``ttnn.Conv2dConfig(weights_dtype=ttnn.bfloat8_b)`` and bfloat8_b activations,
+#: e.g. its YOLOv6l/YOLOv10 conv wrappers; bfloat4_b weights in its MoE experts); their tile bytes in
+#: `workload.blockfloat`
+SUPPORTED_DTYPES = ("bf16", "f32", "bfloat8_b", "bfloat4_b")
 
 #: every code `supports` and `check` can return
 CODES: tuple[str, ...] = (*RULE_CODES, KNOBS, *MAPPING_CODES)

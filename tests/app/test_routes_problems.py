@@ -155,3 +155,25 @@ def test_the_services_own_limits_apply_and_are_listed(settings: Settings) -> Non
         assert body["limit"] == "tm_max_axis_size" and body["field"] == "problem.sizes.k"
         limits = c.get("/v1/targets/trn2").json()["limits"]
         assert limits["max_axis_size"] == 64 and limits["max_axes"] == 3
+
+
+BF8_CONV = {**CONV, "dtype": "bfloat8_b", "weights_dtype": "bfloat4_b"}
+
+
+def test_block_float_inputs_run_on_tenstorrent_only(client: TestClient) -> None:
+    body = _analyze(client, BF8_CONV)
+    assert [o["dtype"] for o in body["operands"]] == ["bfloat8_b", "bfloat4_b", "f32"]
+    p = problem_from_dict(BF8_CONV)
+    assert body["operands"][0]["bytes"] == p.operand_bytes(p.inputs[0]) == 28 * 28 * 32 * 1088 / 1024
+    rows = {r["target"]: r for r in body["targets"]}
+    assert rows["wormhole-n150"]["supported"] and rows["blackhole-p150"]["supported"]
+    refused = rows["trn2"]["violations"]
+    assert refused and all("wormhole-n150" in v["message"] for v in refused)
+    targets = {r["name"]: r for r in client.get("/v1/targets").json()}
+    assert "bfloat8_b" in targets["wormhole-n150"]["supported"]["contraction"]["dtypes"]
+    assert "bfloat8_b" not in targets["trn2"]["supported"]["contraction"]["dtypes"]
+
+
+def test_a_block_float_output_is_a_422_with_a_fix(client: TestClient) -> None:
+    body = _problem_detail(client.post("/v1/problems/analyze", json={**BF8_CONV, "out_dtype": "bfloat8_b"}))
+    assert "block-float" in body["detail"] and "bf16" in body["hint"]
