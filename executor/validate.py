@@ -18,7 +18,10 @@ The verdict is three-valued (`ValidationReport.status`, with its `reason`):
   whether or not the numbers show it: a repeated tile of a max reduction does not), or some
   output element lies outside the tolerance of the mapping's accumulator (`tolerance.derive`),
   or the mapping accumulates in a narrower format than the problem declares and some element
-  lies outside the problem's bound (the reason then tells this precision loss from a wrong result);
+  lies outside the problem's bound (the reason then tells this precision loss from a wrong result),
+  or, for block-float inputs or a fidelity that drops bits, some element lies outside the formats'
+  a-priori bound around the exact result of the unpacked inputs (`executor.format_bound`; the
+  tolerance reason names that bound and how much of it the result used);
 - ``not-checked``: the mapping computes in a way the executor does not emulate (a Tenstorrent
   math fidelity on operands `executor.fidelity` cannot model); the numbers are still reported;
 - ``passed``: none of the above. ``passed`` is True only then.
@@ -34,7 +37,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from costmodels.ir import Mapping, coverage_errors, flat_mapping
 from costmodels.tenstorrent.halo import HaloConfig
 from executor import fidelity as fidelity_mod
-from executor import numerics
+from executor import format_bound, numerics
 from executor import proxy as proxy_mod
 from executor.halo_exec import run_sharded_conv
 from executor.tiled import TiledResult, run_mapping
@@ -241,7 +244,11 @@ def validate(
                 f"{HARD_LIMIT_FACTOR} x the {memory_cap_bytes / 2**20:,.0f} MiB cap: raise memory_cap_bytes "
                 "or validate a smaller instance of the problem"
             )
-    inputs = random_inputs(run_problem, np.random.default_rng(seed))
+    originals = random_inputs(run_problem, np.random.default_rng(seed), pack_blocks=False)
+    inputs = [
+        numerics.to_storage(x, o.dtype) if dtypes.is_block(o.dtype) else x
+        for o, x in zip(run_problem.inputs, originals, strict=True)
+    ]
     phases = None if not_emulated else fidelity_mod.plan(run_problem, run_mapping_, inputs)
     operand_sets = [list(pair) for pair in phases.pairs] if phases is not None else [inputs]
     result = run_mapping(run_problem, run_mapping_, inputs)  # emulates the same fidelity phases
@@ -256,6 +263,15 @@ def validate(
     elif not_emulated:
         notes.append(f"not checked: {not_emulated}")
     status, reason = verdict(problem, mapping, fields, coverage, not_emulated, declared)
+    fid, exact = fidelity_mod.fidelity_of(mapping), phases is not None and phases.exact
+    if not not_emulated and format_bound.applies(run_problem, fid, exact):
+        tol = fields["tolerance"]
+        assert isinstance(tol, Tolerance)
+        within, text = format_bound.check(run_problem, originals, inputs, result.values, tol, abs_sum, fid, exact)
+        fields["tolerance_reason"] = f"{fields['tolerance_reason']}; {text}"
+        notes.append(text)
+        if status == "passed" and not within:
+            status, reason = "failed", f"{reason}, but outside the {text}"
     if method == "proxy":
         reason += f" on a proxy ({run_problem.points / problem.points:.3g} of the points)"
     fields.pop("within")

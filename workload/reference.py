@@ -77,12 +77,13 @@ def _round_to_dtype(values: np.ndarray, dtype: str) -> np.ndarray:
     return np.asarray(r).astype(target)
 
 
-def random_inputs(problem: Problem, rng: np.random.Generator) -> list[np.ndarray]:
+def random_inputs(problem: Problem, rng: np.random.Generator, *, pack_blocks: bool = True) -> list[np.ndarray]:
     """Random real (unpadded) input tensors in their storage dtypes.
 
     Floats are uniform in [-2, 2] (in [0.5, 1.5] for a mul reduction, so products neither vanish
     nor overflow) rounded to the dtype (block floats: to float32, then packed in blocks of 16 along
-    the tensor's last dimension, `workload.blockfloat.quantize`); i4 and i8 span their full range; i32 stays in
+    the tensor's last dimension, `workload.blockfloat.quantize`; with ``pack_blocks=False`` the same
+    draws are returned as the float32 values before packing); i4 and i8 span their full range; i32 stays in
     [-1024, 1024] so that long integer sums cannot approach the accumulator's range (mul
     reductions of integers use [-2, 2]).
     """
@@ -101,7 +102,7 @@ def random_inputs(problem: Problem, rng: np.random.Generator) -> list[np.ndarray
         else:
             lo_f, hi_f = (0.5, 1.5) if problem.reduce_op == "mul" else (-2.0, 2.0)
             values = _round_to_dtype(rng.uniform(lo_f, hi_f, size=shape), op.dtype)
-            if info.block:  # float32 values packed as tt-metal packs them (shared exponent per 16)
+            if info.block and pack_blocks:  # float32 values packed as tt-metal packs them (shared exponent per 16)
                 values = blockfloat.quantize(values, op.dtype)
             out.append(values)
     return out

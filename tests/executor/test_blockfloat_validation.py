@@ -21,7 +21,7 @@ from tests.costmodels.tenstorrent.points import BASE
 from workload import blockfloat
 from workload.conv2d import conv2d
 from workload.einsum import einsum
-from workload.reference import random_inputs
+from workload.reference import evaluate, random_inputs
 
 FIDELITIES = ["LoFi", "HiFi2", "HiFi3", "HiFi4"]
 
@@ -109,3 +109,46 @@ def test_mutants_of_a_bfloat8_b_lofi_mapping_all_fail() -> None:
     # the accumulator mutant is caught by the numbers alone (its loop nest covers every point)
     narrow = validate(p, mutations.narrow_accumulator(m))
     assert narrow.status == "failed" and not narrow.reason.startswith("coverage")
+
+
+def test_the_phase_error_bounds_follow_the_isa_masks() -> None:
+    """format_bound.PHASE_ERROR: SrcA's phase-0 part keeps 1+4 bits, SrcB's 1+6 (tt-isa ELWMUL.md masks)."""
+    import ml_dtypes
+
+    from executor import format_bound
+
+    x = np.arange(0, 2**16, dtype=np.uint16).view(ml_dtypes.bfloat16).astype(np.float32)
+    x = x[np.isfinite(x) & (np.abs(x) >= np.finfo(np.float32).tiny)]
+    a_lo = np.abs(fidelity.srca_bits(x, 1) / x).max()
+    b_lo = np.abs(fidelity.srcb_bits(x, 2) / x).max()
+    # bf16 has 7 mantissa bits: SrcA leaves 3 of them to phase 1, SrcB leaves 1 to phase 2
+    assert 2**-5 < a_lo < format_bound.PHASE_ERROR[1] and 2**-8 < b_lo < format_bound.PHASE_ERROR[2]
+    assert a_lo * b_lo < format_bound.PHASE_ERROR[3]
+    assert format_bound.fidelity_error("HiFi4", False) == 0 and format_bound.fidelity_error("LoFi", True) == 0
+    assert format_bound.fidelity_error("HiFi3", False) == 2.0**-10
+
+
+@pytest.mark.parametrize(("fmt", "fid"), [("bfloat8_b", "LoFi"), ("bfloat4_b", "HiFi4"), ("bf16", "LoFi")])
+def test_the_report_names_the_format_bound_and_a_result_outside_it_fails(fmt: str, fid: str) -> None:
+    from executor import format_bound
+    from executor.tolerance import derive
+
+    p = _gemm(fmt)
+    m = flat_mapping(p).model_copy(update={"knobs": {"math_fidelity": fid}})
+    r = validate(p, m)
+    assert r.passed and f"format bound ({fmt} x {fmt}, {fid}) against the exact result of the unpacked" in (
+        r.tolerance_reason
+    )
+    assert "within it" in r.tolerance_reason
+    # the bound trips: the exact result of the packed values, moved by twice the packing/phase allowance
+    originals = random_inputs(p, np.random.default_rng(0), pack_blocks=False)
+    packed = random_inputs(p, np.random.default_rng(0))
+    tol = derive(p)[0]
+    plan = fidelity.plan(p, m, packed)
+    assert plan is not None
+    truth = evaluate(p, originals)
+    ok, _ = format_bound.check(p, originals, packed, truth.astype(np.float32), tol, None, fid, plan.exact)
+    assert ok
+    far = truth + 4096.0  # above K * (2 * 2 * 0.5 + 2 * 2 * 0.5): inputs within 2, units within 0.5
+    ok, text = format_bound.check(p, originals, packed, far.astype(np.float32), tol, None, fid, plan.exact)
+    assert not ok and "elements outside it" in text
