@@ -13,6 +13,14 @@ TUNING_EXAMPLES: dict[str, dict[str, Any]] = {
         "summary": "A ResNet-50 3x3 conv2d on wormhole-n150",
         "value": {"problem": CONV2D_EXAMPLES[0], "target": "wormhole-n150"},
     },
+    "bf8-lofi-wormhole": {
+        "summary": "The same conv2d in tt-metal's bfloat8_b block floats at LoFi fidelity on wormhole-n150",
+        "value": {
+            "problem": {**CONV2D_EXAMPLES[0], "dtype": "bfloat8_b", "label": "resnet50 3x3 conv, bfloat8_b"},
+            "target": "wormhole-n150",
+            "overrides": {"fidelities": ["LoFi"]},
+        },
+    },
     "bmm-rngd": {
         "summary": "A batched matmul on rngd",
         "value": {"problem": EINSUM_EXAMPLES[0], "target": "rngd"},

@@ -247,3 +247,16 @@ def test_metrics_count_requests_and_jobs(client: TestClient) -> None:
     text = client.get("/metrics").text
     assert 'tm_jobs{state="queued"} 1.0' in text and "tm_queue_depth 1.0" in text
     assert 'tm_http_requests_total{method="POST",route="/v1/tunings",status="202"} 1.0' in text
+
+
+def test_the_block_float_console_example_tunes_and_validates(client: TestClient, settings: Settings) -> None:
+    from app.api.examples import TUNING_EXAMPLES
+
+    body = TUNING_EXAMPLES["bf8-lofi-wormhole"]["value"]
+    job = client.post("/v1/tunings", json=body).json()
+    _worker(client, settings).run_once()
+    assert client.get(f"/v1/tunings/{job['id']}").json()["state"] == "succeeded"
+    result = TuneResult.model_validate(client.get(f"/v1/tunings/{job['id']}/result").json())
+    assert result.validation_passed and result.mapping is not None
+    assert result.mapping.knobs["math_fidelity"] == "LoFi"
+    assert result.validation is not None and "bfloat8_b" in str(result.validation)
