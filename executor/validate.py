@@ -245,10 +245,7 @@ def validate(
                 "or validate a smaller instance of the problem"
             )
     originals = random_inputs(run_problem, np.random.default_rng(seed), pack_blocks=False)
-    inputs = [
-        numerics.to_storage(x, o.dtype) if dtypes.is_block(o.dtype) else x
-        for o, x in zip(run_problem.inputs, originals, strict=True)
-    ]
+    inputs = _packed(run_problem, originals)
     phases = None if not_emulated else fidelity_mod.plan(run_problem, run_mapping_, inputs)
     operand_sets = [list(pair) for pair in phases.pairs] if phases is not None else [inputs]
     result = run_mapping(run_problem, run_mapping_, inputs)  # emulates the same fidelity phases
@@ -263,15 +260,11 @@ def validate(
     elif not_emulated:
         notes.append(f"not checked: {not_emulated}")
     status, reason = verdict(problem, mapping, fields, coverage, not_emulated, declared)
-    fid, exact = fidelity_mod.fidelity_of(mapping), phases is not None and phases.exact
-    if not not_emulated and format_bound.applies(run_problem, fid, exact):
-        tol = fields["tolerance"]
-        assert isinstance(tol, Tolerance)
-        within, text = format_bound.check(run_problem, originals, inputs, result.values, tol, abs_sum, fid, exact)
-        fields["tolerance_reason"] = f"{fields['tolerance_reason']}; {text}"
-        notes.append(text)
-        if status == "passed" and not within:
-            status, reason = "failed", f"{reason}, but outside the {text}"
+    if not not_emulated:
+        exact = phases is not None and phases.exact
+        status, reason = _format_verdict(
+            run_problem, mapping, (originals, inputs), result, fields, abs_sum, exact, (status, reason), notes
+        )
     if method == "proxy":
         reason += f" on a proxy ({run_problem.points / problem.points:.3g} of the points)"
     fields.pop("within")
@@ -286,6 +279,45 @@ def validate(
         notes=tuple(notes),
         **fields,
     )
+
+
+def _format_verdict(
+    problem: Problem,
+    mapping: Mapping,
+    operands: tuple[list[np.ndarray], list[np.ndarray]],
+    result: TiledResult,
+    fields: dict[str, object],
+    abs_sum: np.ndarray | None,
+    exact: bool,
+    verdict_: tuple[Status, str],
+    notes: list[str],
+) -> tuple[Status, str]:
+    """The verdict once the formats' bound is checked too (`executor.format_bound`), when it applies.
+
+    `operands` are the inputs before and after block-float packing; the bound's text is added to the
+    tolerance reason and the notes, and a passed run outside the bound fails.
+    """
+    fid = fidelity_mod.fidelity_of(mapping)
+    if not format_bound.applies(problem, fid, exact):
+        return verdict_
+    tol = fields["tolerance"]
+    assert isinstance(tol, Tolerance)
+    originals, packed = operands
+    within, text = format_bound.check(problem, originals, packed, result.values, tol, abs_sum, fid, exact)
+    fields["tolerance_reason"] = f"{fields['tolerance_reason']}; {text}"
+    notes.append(text)
+    status, reason = verdict_
+    if status == "passed" and not within:
+        return "failed", f"{reason}, but outside the {text}"
+    return status, reason
+
+
+def _packed(problem: Problem, originals: list[np.ndarray]) -> list[np.ndarray]:
+    """The inputs a run reads: block-float inputs packed (`workload.blockfloat`), the others as they are."""
+    return [
+        numerics.to_storage(x, o.dtype) if dtypes.is_block(o.dtype) else x
+        for o, x in zip(problem.inputs, originals, strict=True)
+    ]
 
 
 def halo_estimate_bytes(problem: Problem, config: HaloConfig) -> int:
@@ -326,11 +358,19 @@ def validate_sharded_conv(
             f"{_mib(memory_cap_bytes)} MiB cap; validate a smaller batch or image"
         )
     coverage = [e.message for e in coverage_errors(problem, mapping)] if mapping is not None else []
-    inputs = random_inputs(problem, np.random.default_rng(seed))
+    originals = random_inputs(problem, np.random.default_rng(seed), pack_blocks=False)
+    inputs = _packed(problem, originals)
     result = run_sharded_conv(problem, config, inputs)
     ref = evaluate(problem, inputs)
-    fields = compare(problem, result, ref, _abs_sum(problem, [inputs]))
-    status, reason = verdict(problem, mapping or flat_mapping(problem), fields, coverage, None)
+    abs_sum = _abs_sum(problem, [inputs])
+    fields = compare(problem, result, ref, abs_sum)
+    ran = mapping or flat_mapping(problem)
+    status, reason = verdict(problem, ran, fields, coverage, None)
+    notes: list[str] = []
+    # the halo executor multiplies exact products (`_halo_unfit` sends lossy fidelities to the loop nest)
+    status, reason = _format_verdict(
+        problem, ran, (originals, inputs), result, fields, abs_sum, True, (status, reason), notes
+    )
     fields.pop("within")
     remote = f"{config.num_cores} cores, {config.total_remote_sticks()} remote sticks"
     return ValidationReport(
@@ -340,7 +380,7 @@ def validate_sharded_conv(
         method="halo",
         checked_fraction=1.0,
         validated_axes=dict(problem.axes),
-        notes=(remote, *(f"coverage: {m}" for m in coverage)),
+        notes=(remote, *(f"coverage: {m}" for m in coverage), *notes),
         **fields,
     )
 

@@ -95,6 +95,7 @@ def test_a_tenstorrent_bfloat8_b_lofi_conv_validates_as_it_runs() -> None:
         r = validate_as_run(p, m)
         assert r.passed, r.reason
         assert r.method == ("halo" if fid == "HiFi4" else "full")  # the halo executor multiplies exact products
+        assert "format bound (bfloat8_b x bfloat8_b" in r.tolerance_reason and "within it" in r.tolerance_reason
 
 
 def test_mutants_of_a_bfloat8_b_lofi_mapping_all_fail() -> None:
