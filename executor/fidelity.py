@@ -43,8 +43,8 @@ renormalisation is an [ASSUMPTION] (SrcA/SrcB hold only sign-exponent-mantissa f
 agrees with hardware-facts.md §4.1, row "Fidelity per dtype" ("FP8/BFP4/BFP2 need only phase 0"): a
 bfloat4_b significand (1+2 bits) fits phase 0 of both operands, so LoFi is exact on bfloat4_b x
 bfloat4_b, and bfloat8_b (1+6 bits) fits SrcB's phase-0 part and SrcA's phases 0-1, so HiFi2 is exact
-on bfloat8_b x bfloat8_b. `plan` finds such cases by checking that the phase parts add up to the operands
-and then reports the products as exact.
+on bfloat8_b x bfloat8_b. `plan` finds such cases by checking that every phase left out multiplies an
+all-zero part of one operand, and then reports the products as exact.
 
 f32 operands are not emulated: they reach the multipliers as BF16 or TF32 depending on the unpacker
 configuration (``MVMUL.md``, "Determine the data formats"), which a mapping does not record, so their

@@ -89,7 +89,8 @@ def _params(name: str, spec: dict[str, Any], given: dict[str, Any]) -> dict[str,
     for key, p in DTYPE_PARAMS.items():
         v = given.get(key, p["default"])
         if v is None:
-            out[key] = out["dtype"]
+            # the activation dtype; a block-float one is an input format only, so its outputs are bf16
+            out[key] = "bf16" if key == "out_dtype" and dtypes.is_block(out["dtype"]) else out["dtype"]
             continue
         try:
             out[key] = dtypes.canonical_dtype(v)

@@ -235,3 +235,11 @@ def test_every_describe_works() -> None:
         assert named.describe(n).startswith(f"{n}: ")
     with pytest.raises(ProblemError):
         named.describe("nope")
+
+
+def test_block_float_workloads_take_bf16_outputs_unless_told() -> None:
+    layers = named.load("resnet50", batch=1, dtype="bfloat8_b", weights_dtype="bfloat4_b")
+    assert {(p.inputs[0].dtype, p.inputs[1].dtype, p.output.dtype) for p in layers} == {
+        ("bfloat8_b", "bfloat4_b", "bf16")
+    }
+    assert {p.output.dtype for p in named.load("bert-base", dtype="bfloat8_b", out_dtype="f32")} == {"f32"}
