@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from costmodels.ir import flat_mapping
 from costmodels.registry import get_target
@@ -153,3 +155,26 @@ def test_the_report_names_the_format_bound_and_a_result_outside_it_fails(fmt: st
     far = truth + 4096.0  # above K * (2 * 2 * 0.5 + 2 * 2 * 0.5): inputs within 2, units within 0.5
     ok, text = format_bound.check(p, originals, packed, far.astype(np.float32), tol, None, fid, plan.exact)
     assert not ok and "elements outside it" in text
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    m=st.integers(1, 40),
+    k=st.integers(1, 70),
+    n=st.integers(1, 40),
+    fmts=st.tuples(st.sampled_from(["bfloat8_b", "bfloat4_b", "bf16"]), st.sampled_from(["bfloat8_b", "bfloat4_b"])),
+    fid=st.sampled_from([None, *FIDELITIES]),
+    seed=st.integers(0, 2**16),
+)
+def test_any_block_float_gemm_passes_and_its_dropped_tile_fails(
+    m: int, k: int, n: int, fmts: tuple[str, str], fid: str | None, seed: int
+) -> None:
+    p = einsum("mk,kn->mn", {"m": m, "k": k, "n": n}, dtype={"A": fmts[0], "B": fmts[1]}, weight=1)
+    flat = flat_mapping(p)
+    mapping = flat if fid is None else flat.model_copy(update={"knobs": {"math_fidelity": fid}})
+    r = validate(p, mapping, seed=seed)
+    assert r.passed, r.reason
+    assert "format bound" in r.tolerance_reason and "within it" in r.tolerance_reason
+    broken = mutations.drop_tile(p, mapping)
+    if broken is not None:
+        assert validate(p, broken, seed=seed).status == "failed"
