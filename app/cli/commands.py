@@ -52,7 +52,7 @@ def tune(
     file: Annotated[Path | None, typer.Option(help="JSON/YAML problem file (one problem or a list)")] = None,
     workload: Annotated[str | None, typer.Option(help="named workload, e.g. resnet50")] = None,
     param: Annotated[list[str], typer.Option(help="workload parameter name=value (repeatable)")] = [],  # noqa: B006
-    dtype: Annotated[str, typer.Option(help="input dtype")] = "bf16",
+    dtype: Annotated[str, typer.Option(help="input dtype (bfloat8_b, bfloat4_b: Tenstorrent only)")] = "bf16",
     weight: Annotated[str | None, typer.Option(help="weight input (index or name)")] = None,
     reduce_op: Annotated[str, typer.Option(help="add | mul | max | min (einsum problems)")] = "add",
     out_dtype: Annotated[str | None, typer.Option(help="output dtype (default: the accumulation type)")] = None,

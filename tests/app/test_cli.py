@@ -300,3 +300,16 @@ def test_a_comparison_stopped_by_ctrl_c_exits_4_naming_the_targets_not_tuned(int
     first, second = json.loads(res.stdout)["rows"]
     assert first["result"]["stop_reason"] == "cancelled" and second["result"] is None
     assert second["error"] == "cancelled before this target was tuned"
+
+
+def test_block_float_inputs_tune_on_tenstorrent_and_are_refused_elsewhere_in_one_line() -> None:
+    bf8 = [*MATMUL, "--dtype", "bfloat8_b"]
+    ok = runner.invoke(app, ["tune", *bf8, "--target", "wormhole-n150", "--override", "fidelities=LoFi", "--json"])
+    assert ok.exit_code == 0, ok.output
+    result = json.loads(ok.stdout)
+    assert result["validation_passed"] is True and result["mapping"]["knobs"]["math_fidelity"] == "LoFi"
+    refused = runner.invoke(app, ["tune", *bf8, "--target", "trn2"])
+    assert refused.exit_code == 2
+    assert "only the Tenstorrent targets take (blackhole-p150, wormhole-n150)" in _one_error_line(refused.output)
+    output = runner.invoke(app, ["tune", *bf8, "--out-dtype", "bfloat8_b", "--target", "wormhole-n150"])
+    assert output.exit_code == 2 and "inputs only" in _one_error_line(output.output)
