@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from matplotlib.ticker import EngFormatter
+
 from costmodels.protocol import CostReport
 from report.svg import new_figure, svg_text
 
@@ -101,6 +103,7 @@ def bars_svg(bars: Bars, name: str) -> str:
     if any(parts):
         ax.legend(fontsize=8, loc="lower right")
     ax.invert_yaxis()
+    ax.xaxis.set_major_formatter(EngFormatter())  # 2 M rather than an offset "1e6"
     ax.set_xlabel(bars.unit)
     ax.set_title(bars.title)
     return svg_text(fig, label=f"{bars.title} ({bars.unit})", name=name)

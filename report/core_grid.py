@@ -86,7 +86,7 @@ def _range(a: tuple[int, int]) -> str:
 
 def core_grid_svg(grid: CoreGrid) -> str:
     """The grid, used cores coloured and labelled with their output sticks (r) and channels (c)."""
-    cell = min(0.85, 7.2 / grid.grid_x)
+    cell = min(0.68, 7.2 / grid.grid_x)
     fig = new_figure(cell * grid.grid_x + 0.3, cell * grid.grid_y + 0.6, left_in=0.15, bottom_in=0.15)
     ax = fig.add_subplot()
     ax.set_xlim(0, grid.grid_x)
@@ -105,7 +105,7 @@ def core_grid_svg(grid: CoreGrid) -> str:
             ax.add_patch(rect)
             if s is not None:
                 text = "idle" if s.idle else f"r {_range(s.rows)}\nc {_range(s.channels)}"
-                ax.text(x + 0.5, y + 0.5, text, ha="center", va="center", fontsize=7)
+                ax.text(x + 0.5, y + 0.5, text, ha="center", va="center", fontsize=6)
     busy = sum(not s.idle for s in grid.cores)
     ax.set_title(f"Core grid {grid.grid_y}x{grid.grid_x}, layout {grid.layout}: {busy} cores compute")
     return svg_text(fig, label=f"core grid with layout {grid.layout}: {busy} cores", name="cores")

@@ -21,6 +21,9 @@ th, td { border: 1px solid #c8d0da; padding: .25em .6em; text-align: left; verti
 th { background: #eef3fb; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 figure { margin: .8em 0; }
+.pair { display: flex; flex-wrap: wrap; gap: 1.2em; align-items: flex-start; }
+.pair > figure { flex: 0 1 auto; }
+.pair > table { flex: 0 0 auto; margin-top: 1.5em; }
 figure svg { max-width: 100%; height: auto; }
 figcaption { font-size: .85em; color: #444; }
 pre { background: #f6f8fa; padding: .6em; white-space: pre-wrap; font-size: .8em; }
@@ -81,6 +84,11 @@ class Raw(str):
 
 def figure(svg: str, caption: str) -> str:
     return f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>"
+
+
+def pair(picture: str, numbers: str) -> str:
+    """A figure and the table of its numbers side by side (stacked on a narrow screen)."""
+    return f'<div class="pair">{picture}{numbers}</div>'
 
 
 def section(title: str, body: str, *, id: str) -> str:

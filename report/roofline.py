@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from matplotlib.ticker import EngFormatter, LogLocator, NullFormatter
 
 from mapper.result import TuneResult
 from report.svg import new_figure, svg_text
@@ -66,7 +67,7 @@ def roofline_point(result: TuneResult, problem: Problem, label: str) -> Roofline
 
 def roofline_svg(points: list[RooflinePoint], target: str) -> str:
     """Log-log roofline: each distinct roof as a line, each layer as a labelled point."""
-    fig = new_figure(7.0, 4.2)
+    fig = new_figure(7.0, 4.2, left_in=1.15)
     ax = fig.add_subplot()
     xs = [p.intensity for p in points]
     roofs = list(dict.fromkeys(p.roof for p in points))
@@ -87,7 +88,11 @@ def roofline_svg(points: list[RooflinePoint], target: str) -> str:
             ax.annotate(p.label, (p.intensity, p.attained), textcoords="offset points", xytext=(5, -10), fontsize=7)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    for axis, unit in ((ax.xaxis, ""), (ax.yaxis, "MAC/s")):  # 1-2-5 steps with SI prefixes: 20 TMAC/s
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(EngFormatter(unit=unit, places=0))
+        axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("arithmetic intensity (MAC per off-chip byte)")
-    ax.set_ylabel("attained throughput (MAC/s)")
+    ax.set_ylabel("attained throughput")
     ax.set_title(f"Roofline on {target}")
     return svg_text(fig, label=f"roofline of {len(points)} layer(s) on {target}", name="roofline")

@@ -9,7 +9,7 @@ from mapper.result import TuneResult
 from report.breakdown import Bars, bars_svg, bytes_bars, energy_bars, latency_bars
 from report.core_grid import core_grid, core_grid_svg
 from report.nest import nest_levels, nest_svg
-from report.page import Raw, esc, figure, kv_table, num, paragraph, section, table
+from report.page import Raw, esc, figure, kv_table, num, pair, paragraph, section, table
 from report.roofline import RooflinePoint, roofline_point, roofline_svg
 from report.search_plots import UNITS, pareto_svg, trace_svg
 from workload.problem import Problem
@@ -97,10 +97,12 @@ def breakdown_sections(result: TuneResult) -> str:
         return ""
     out = []
     lat = latency_bars(cost)
-    out.append(figure(bars_svg(lat, "latency"), f"{lat.title}: {lat.note}") + _bars_table(lat, "latency"))
+    out.append(pair(figure(bars_svg(lat, "latency"), f"{lat.title}: {lat.note}"), _bars_table(lat, "latency")))
     byt = bytes_bars(cost)
     out.append(
-        figure(bars_svg(byt, "bytes"), byt.title + (f": {byt.note}" if byt.note else "")) + _bars_table(byt, "bytes")
+        pair(
+            figure(bars_svg(byt, "bytes"), byt.title + (f": {byt.note}" if byt.note else "")), _bars_table(byt, "bytes")
+        )
     )
     en = energy_bars(cost)
     if en is None:
@@ -109,7 +111,10 @@ def breakdown_sections(result: TuneResult) -> str:
         )
     else:
         out.append(
-            figure(bars_svg(en, "energy"), en.title + (f": {en.note}" if en.note else "")) + _bars_table(en, "energy")
+            pair(
+                figure(bars_svg(en, "energy"), en.title + (f": {en.note}" if en.note else "")),
+                _bars_table(en, "energy"),
+            )
         )
     return section("Where the time, bytes and energy go", "".join(out), id="breakdown")
 
@@ -175,7 +180,8 @@ def grid_section(result: TuneResult, problem: Problem, target: Target | None) ->
              "idle" if s.idle else f"{s.channels[0]}-{s.channels[1] - 1}"] for s in grid.cores]  # fmt: skip
     body = figure(
         core_grid_svg(grid),
-        f"layout {layout} on the {grid.grid_y}x{grid.grid_x} grid: output sticks (r) and channels (c) of each core",
+        f"layout {layout} on the {grid.grid_y}x{grid.grid_x} grid: output sticks (r) and channels (c) of each core, "
+        "in whole 32-row tiles per core as the cost model prices them (cores past the last shard are idle)",
     )
     body += f"<details><summary>each core's shard ({len(grid.cores)} cores)</summary>"
     body += table(["core (x, y)", "output sticks", "output channels"], rows, cls="cores", numeric=False) + "</details>"
@@ -191,7 +197,9 @@ def tune_body(result: TuneResult, problem: Problem, target: Target | None = None
                f"{point.fraction_of_roof:.1%} of the roof at that intensity")  # fmt: skip
         parts.append(
             section(
-                "Roofline", figure(roofline_svg([point], result.target), cap) + roofline_table([point]), id="roofline"
+                "Roofline",
+                pair(figure(roofline_svg([point], result.target), cap), roofline_table([point])),
+                id="roofline",
             )
         )
     parts.append(breakdown_sections(result))
