@@ -65,6 +65,14 @@ def roofline_point(result: TuneResult, problem: Problem, label: str) -> Roofline
     return RooflinePoint(label, problem.macs / cost.offchip_bytes, problem.macs / cost.seconds, roof)
 
 
+def _si(x: float) -> str:
+    """288e9 -> '288 G', 3.2768e13 -> '32.8 T' (three significant digits)."""
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if x >= scale:
+            return f"{x / scale:.3g} {prefix}"
+    return f"{x:.3g} "
+
+
 def roofline_svg(points: list[RooflinePoint], target: str) -> str:
     """Log-log roofline: each distinct roof as a line, each layer as a labelled point."""
     fig = new_figure(7.0, 4.2, left_in=1.15)
@@ -78,14 +86,16 @@ def roofline_svg(points: list[RooflinePoint], target: str) -> str:
         line = ax.plot(grid, np.minimum(r.peak_macs_per_s, grid * r.bytes_per_s), color="#333", lw=1.5 - 0.3 * j)[0]
         line.set_gid(f"roof-{j}")
         ax.annotate(
-            f"peak {r.peak_macs_per_s / 1e12:.3g} TMAC/s, {r.bytes_per_s / 1e9:.3g} GB/s",
+            f"peak {_si(r.peak_macs_per_s)}MAC/s, {_si(r.bytes_per_s)}B/s",
             (r.ridge, r.peak_macs_per_s), textcoords="offset points", xytext=(6, -12 - 10 * j), fontsize=8,
         )  # fmt: skip
     for i, p in enumerate(points):
         dot = ax.scatter([p.intensity], [p.attained], s=28, zorder=3, color=f"C{i % 10}")
         dot.set_gid(f"point-{i}")
         if len(points) <= 12:
-            ax.annotate(p.label, (p.intensity, p.attained), textcoords="offset points", xytext=(5, -10), fontsize=7)
+            # staggered so layers on the same spot stay readable
+            ax.annotate(p.label, (p.intensity, p.attained), textcoords="offset points", xytext=(5, -10 - 8 * (i % 3)),
+                        fontsize=7)  # fmt: skip
     ax.set_xscale("log")
     ax.set_yscale("log")
     for axis, unit in ((ax.xaxis, ""), (ax.yaxis, "MAC/s")):  # 1-2-5 steps with SI prefixes: 20 TMAC/s
