@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from costmodels.protocol import Target
+from costmodels.tenstorrent.hardware import TensixHardware
 from mapper.result import TuneResult
 from report.breakdown import Bars, bars_svg, bytes_bars, energy_bars, latency_bars
 from report.core_grid import core_grid, core_grid_svg
@@ -169,8 +170,6 @@ def grid_section(result: TuneResult, problem: Problem, target: Target | None) ->
         return ""
     layout = result.mapping.knobs.get("layout")
     hw = target.hardware
-    from costmodels.tenstorrent.hardware import TensixHardware
-
     if not isinstance(layout, str) or not isinstance(hw, TensixHardware):
         return ""
     grid = core_grid(problem, hw, layout)

@@ -13,7 +13,6 @@ from app.cli.common import Row, UsageError, _note
 from app.client import ApiClient, ApiError
 from costmodels.registry import get_target
 from mapper.workloads import WorkloadResult
-from report import comparison_report, tune_report, workload_report
 from workload.problem import Problem
 
 
@@ -31,6 +30,8 @@ def problems_of(specs: list[Any] | None, workload: tuple[str, dict[str, Any]] | 
 
 def render_rows(rows: list[Row], problems: list[Problem], overrides: dict[str, Any]) -> str:
     """One result's report, or a comparison's (one section per target)."""
+    from report import comparison_report, tune_report, workload_report  # matplotlib only when a report is asked
+
     targets = {t: get_target(t, overrides) for t, r, _ in rows if r is not None}
     if len(rows) == 1 and rows[0][1] is not None:
         name, r, _ = rows[0]

@@ -14,11 +14,12 @@ from app.jobs.runner import ComparisonResult, prepare
 from costmodels.registry import get_target
 from mapper.result import TuneResult
 from mapper.workloads import WorkloadResult
-from report import comparison_report, tune_report, workload_report
 
 
 def job_report_html(kind: str, request: dict[str, Any], raw: str) -> str:
     """The report page of a job of `kind` (tune, workload, comparison) whose result JSON is `raw`."""
+    from report import comparison_report, tune_report, workload_report  # matplotlib on the first report only
+
     prep = prepare(TuningRequest.model_validate(request))
     overrides = prep.overrides
     if kind == "tune":
