@@ -201,6 +201,12 @@ def tune_body(result: TuneResult, problem: Problem, target: Target | None = None
                 id="roofline",
             )
         )
+    if result.counts.top_violations:
+        rows = [[v.code, v.count, v.unit, v.message] for v in result.counts.top_violations]
+        title = "Constraints that ruled mappings out" if result.feasible else "Why no mapping is feasible"
+        parts.append(
+            section(title, table(["constraint", "count", "of", "message"], rows, cls="violations"), id="violations")
+        )
     parts.append(breakdown_sections(result))
     parts.append(search_section(result))
     parts.append(nest_section(result, problem))

@@ -239,3 +239,19 @@ def test_a_comparison_report_has_a_section_per_target_and_the_reason_of_a_missin
     doc = parse(html)
     assert {"target-trn2", "target-rngd"} <= set(doc.sections)
     assert "cancelled before this target was tuned" in html
+
+
+def test_a_result_without_a_feasible_mapping_says_what_ruled_them_out() -> None:
+    # a 64 KiB core with 60 KiB reserved fits no block of this conv (as tests/app/test_cli.py NO_FIT)
+    target = get_target("wormhole-n150", {"l1_kib": 64, "l1_reserved_kib": 60})
+    problem = conv2d(batch=1, in_channels=64, out_channels=64, input_height=8, input_width=8, kernel=(3, 3),
+                     stride=(1, 1), padding=(1, 1))  # fmt: skip
+    r = tune(problem, target, SearchSettings())
+    assert not r.feasible and r.counts.top_violations
+    html = tune_report(r, problem, target)
+    doc = parse(html)
+    assert "violations" in doc.sections and "Why no mapping is feasible" in doc.headings
+    rows = doc.table("violations").rows[1:]
+    assert [row[0] for row in rows] == [v.code for v in r.counts.top_violations]
+    assert not {"roofline", "nest", "cores"} & set(doc.sections)  # nothing to draw without a mapping
+    assert doc.summary()["validation"].startswith("not validated")
