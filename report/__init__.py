@@ -36,10 +36,10 @@ def comparison_report(
     targets: dict[str, Target] | None = None,
 ) -> str:
     """One section per target of a comparison: its report, or the reason it has none."""
-    from report.page import esc
+    from report.page import esc, scoped
 
     parts = []
-    for name, r, error in rows:
+    for i, (name, r, error) in enumerate(rows):
         t = (targets or {}).get(name)
         if r is None:
             inner = f"<p>{esc(error or 'no result')}</p>"
@@ -47,5 +47,6 @@ def comparison_report(
             inner = workload_body(r, problems, t)
         else:
             inner = tune_body(r, problems[0], t)
+        inner = scoped(inner, f"t{i}.")  # each target's sections and pictures keep ids of their own
         parts.append(f'<section id="target-{esc(name)}"><h2>Target {esc(name)}</h2>{inner}</section>')
     return page(f"Comparison report: {', '.join(n for n, _, _ in rows)}", "".join(parts))

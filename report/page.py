@@ -91,6 +91,16 @@ def pair(picture: str, numbers: str) -> str:
     return f'<div class="pair">{picture}{numbers}</div>'
 
 
+def scoped(html: str, prefix: str) -> str:
+    """`html` with every id (and every reference to one) prefixed, to embed a report in another page
+    without two elements sharing an id: ``id="roofline-..."`` becomes ``id="slowest.roofline-..."``."""
+    return (
+        html.replace(' id="', f' id="{prefix}')
+        .replace('href="#', f'href="#{prefix}')
+        .replace("url(#", f"url(#{prefix}")
+    )
+
+
 def section(title: str, body: str, *, id: str) -> str:
     return f'<section id="{esc(id)}"><h2>{esc(title)}</h2>{body}</section>'
 

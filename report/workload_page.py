@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from costmodels.protocol import Target
 from mapper.workloads import WorkloadResult
 from report.breakdown import Bars, bars_svg
-from report.page import figure, kv_table, num, section, table
+from report.page import esc, figure, kv_table, num, scoped, section, table
 from report.roofline import RooflinePoint, roofline_point, roofline_svg
 from report.search_plots import UNITS
 from report.tuning import roofline_table, tune_body, verdict
@@ -86,6 +86,6 @@ def workload_body(result: WorkloadResult, problems: Sequence[Problem], target: T
     )  # fmt: skip
     if slowest is not None:
         lay, prob = slowest
-        inner = tune_body(result.results[lay.problem_hash], prob, target, label=lay.label)
-        parts.append(f'<section id="slowest"><h2>Slowest layer in detail: {lay.label}</h2>{inner}</section>')
+        inner = scoped(tune_body(result.results[lay.problem_hash], prob, target, label=lay.label), "slowest.")
+        parts.append(f'<section id="slowest"><h2>Slowest layer in detail: {esc(lay.label)}</h2>{inner}</section>')
     return "".join(parts)

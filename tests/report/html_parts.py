@@ -77,13 +77,14 @@ def parse(html: str) -> PageParser:
 
 
 def svgs(html: str) -> dict[str, ET.Element]:
-    """Every inline picture, parsed as XML, by the prefix of its ids (roofline, nest, cores...)."""
+    """Every inline picture, parsed as XML, by the name its ids start with (roofline, nest, cores...; the
+    first picture of a name wins; a picture embedded with a scope, ``slowest.roofline-...``, by its name)."""
     out: dict[str, ET.Element] = {}
     for text in re.findall(r"<svg\b.*?</svg>", html, flags=re.S):
         root = ET.fromstring(text)
         first = next(e.get("id") for e in root.iter() if e.get("id"))
         assert first is not None
-        out.setdefault(first.split("-")[0], root)
+        out.setdefault(first.split("-")[0].split(".")[-1], root)
     return out
 
 
@@ -98,3 +99,7 @@ def texts(root: ET.Element) -> str:
 def number(cell: str) -> float:
     """A table cell written by `report.page.num` back to a float."""
     return float(cell.replace(",", "").split()[0])
+
+
+def all_ids(html: str) -> list[str]:
+    return re.findall(r'\sid="([^"]+)"', html)

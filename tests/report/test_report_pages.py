@@ -15,7 +15,7 @@ from mapper.result import TuneResult
 from mapper.workloads import tune_layers
 from report import comparison_report, tune_report, workload_report
 from report.page import num
-from tests.report.html_parts import ids, number, parse, svgs, texts
+from tests.report.html_parts import all_ids, ids, number, parse, svgs, texts
 from workload import conv2d, einsum
 from workload.problem import Problem
 
@@ -228,6 +228,9 @@ def test_a_workload_report_puts_every_distinct_layer_on_the_roofline() -> None:
     assert len(ids(svgs(html)["roofline"], "roofline-point-")) == 2
     slowest = max(wl.layers, key=lambda lay: wl.results[lay.problem_hash].cost.seconds)  # type: ignore[union-attr]
     assert f"Slowest layer in detail: {slowest.label}" in doc.headings
+    assert {"slowest.summary", "slowest.nest"} <= set(doc.sections)
+    every = all_ids(html)
+    assert len(every) == len(set(every)), "two elements share an id"
     with pytest.raises(ValueError, match="3 layers but 2 problems"):
         workload_report(wl, problems[:2], target)
 
@@ -237,7 +240,9 @@ def test_a_comparison_report_has_a_section_per_target_and_the_reason_of_a_missin
     html = comparison_report([("trn2", r, None), ("rngd", None, "cancelled before this target was tuned")],
                              [problem], {"trn2": t})  # fmt: skip
     doc = parse(html)
-    assert {"target-trn2", "target-rngd"} <= set(doc.sections)
+    assert {"target-trn2", "target-rngd", "t0.summary"} <= set(doc.sections)
+    every = all_ids(html)
+    assert len(every) == len(set(every))
     assert "cancelled before this target was tuned" in html
 
 
