@@ -15,6 +15,7 @@ COPY costmodels ./costmodels
 COPY executor ./executor
 COPY mapper ./mapper
 COPY app ./app
+COPY report ./report
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 FROM python:3.11-slim AS runtime

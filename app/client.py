@@ -157,6 +157,10 @@ class ApiClient:
         result: dict[str, Any] = self._json("GET", f"/v1/tunings/{job_id}/result")
         return result
 
+    def report(self, job_id: str) -> str:
+        """``GET /v1/tunings/{id}/report``: the job's result as an HTML page."""
+        return self._request("GET", f"/v1/tunings/{job_id}/report").text
+
     def targets(self) -> Any:
         """``GET /v1/targets``."""
         return self._json("GET", "/v1/targets")

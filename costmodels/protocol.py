@@ -88,6 +88,18 @@ class CostReport(BaseModel):
     offchip_bytes: float = Field(ge=0)
     footprint_bytes: float = Field(ge=0, description="peak on-chip bytes per core/slice the mapping holds")
     energy_pj: float | None = None
+    energy_breakdown: dict[str, float] = Field(
+        default_factory=dict, description="pJ per component: 'mac' and each memory level; sums to energy_pj"
+    )
+    operand_bytes: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="memory level -> operand -> bytes; each level sums to bytes[level]"
+    )
+    operand_energy: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="memory level -> operand -> pJ"
+    )
+    stall_stack: dict[str, float] = Field(
+        default_factory=dict, description="cycles per stall component; sums to cycles"
+    )
     notes: tuple[str, ...] = ()
 
     @property

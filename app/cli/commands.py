@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from app import baseline as bl
-from app.cli import common
+from app.cli import common, html_report
 from app.cli.common import (
     EXIT_CODES,
     EXIT_FAILED,
@@ -89,6 +89,9 @@ def tune(
     tolerance: ToleranceOpt = "2%",
     write_baseline: WriteBaselineOpt = None,
     as_json: JsonOpt = False,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="write the result's HTML report (pictures, tables) to this file")
+    ] = None,
 ) -> None:
     """Find the best mapping of a problem (or every layer of a workload) on one target or several."""
     sources = [x for x in (einsum, conv, file, workload) if x]
@@ -97,6 +100,8 @@ def tune(
     with _user_errors():
         targets = _targets(target)
         bl.parse_tolerance(tolerance)
+        if html is not None:
+            html_report.check_path(html)
         if server and (storage is not None or workers is not None):
             raise UsageError("--storage and --workers apply in-process; a server has its own storage and workers")
         if not server and (wait is not None or detach):
@@ -150,6 +155,9 @@ def tune(
             typer.echo(json.dumps(job, indent=2) if as_json else job_id)
             return
         final = follow_job(client, job_id, wait=wait, label=name, objective=settings.objectives[0])
+        if html is not None:
+            with _user_errors():
+                html_report.fetch_report(client, job_id, html)
         end_of_job(
             client, final, as_json=as_json, baseline=baseline, tolerance=tolerance, write_baseline=write_baseline
         )
@@ -161,6 +169,8 @@ def tune(
             raise UsageError(f"a target is not available in this build ({e})") from None
         except KeyboardInterrupt:
             _fail("interrupted", EXIT_INTERRUPTED)
+        if html is not None:
+            html_report.write_html(html, html_report.render_rows(rows, html_report.problems_of(specs, wl), overrides))
     finish(
         rows, comparison=comparison, as_json=as_json, baseline=baseline, tolerance=tolerance,
         write_baseline=write_baseline,

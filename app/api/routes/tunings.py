@@ -13,6 +13,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Depends, Path, Query, Response
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import HTMLResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from app.api.deps import ClientDep, SettingsDep, StoreDep, Writer
@@ -20,6 +21,7 @@ from app.api.errors import Conflict, NotFound
 from app.api.examples import TUNING_EXAMPLES
 from app.api.limits import check_client_quota, check_request_limits
 from app.jobs.models import FINISHED, Job, JobPage, JobState, TuningRequest
+from app.jobs.report_html import job_report_html
 from app.jobs.runner import ComparisonResult, cached_result, prepare, request_json
 from app.jobs.store import JobStore
 from app.settings import Settings
@@ -157,6 +159,30 @@ async def get_result(job: JobDep, store: StoreDep) -> Response:
         why = job.error if job.state == "failed" else f"the job is {job.state}"
         raise Conflict(f"job {job.id} has no result: {why}")
     return Response(raw, media_type="application/json")
+
+
+@router.get(
+    "/{job_id}/report",
+    response_class=HTMLResponse,
+    operation_id="get_tuning_report",
+    summary="The result of a finished job as a self-contained HTML report (inline SVG, no script)",
+    responses={
+        200: {"content": {"text/html": {}}, "description": "the report page"},
+        409: {"description": "the job has no result (yet): see its state"},
+        404: {"description": "no such job"},
+    },
+)
+async def get_report(job: JobDep, store: StoreDep) -> HTMLResponse:
+    """Summary, roofline, latency / bytes / energy breakdowns, convergence, Pareto front, loop nest
+    (and the core grid of a Tenstorrent mapping) of the job's result; one section per target for a
+    comparison. The same page as `mapper tune ... --html FILE`."""
+    hit = store.finished(job.id)
+    raw = hit[1] if hit is not None else await run_in_threadpool(store.result, job.id)
+    if raw is None:
+        why = job.error if job.state == "failed" else f"the job is {job.state}"
+        raise Conflict(f"job {job.id} has no result to report: {why}; GET /v1/tunings/{job.id} shows its state")
+    html = await run_in_threadpool(job_report_html, job.kind, job.request, raw)
+    return HTMLResponse(html)
 
 
 async def _events(
