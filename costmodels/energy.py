@@ -53,6 +53,8 @@ class EnergyFigure(BaseModel):
         """A bare number (a per-request override) is a figure whose source is the request."""
         if isinstance(data, int | float) and not isinstance(data, bool):
             return {"pj": data, "source": OVERRIDE_SOURCE}
+        if not isinstance(data, dict | EnergyFigure):
+            raise ValueError(f"an energy figure is a number of picojoules (or {{pj, source}}), not {data!r}")
         return data
 
 
