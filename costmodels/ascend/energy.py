@@ -10,6 +10,7 @@ report, so the three give the same bits.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -55,7 +56,7 @@ def cube_operand_bytes(problem: Problem, f: Any, pick: dict[str, float], levels:
     gm = levels["gm"]
     hbm = levels["hbm"]
     traffic = cores * (pick["gm_core"] + pick["out_bytes"])
-    if hbm != traffic:  # the inputs stay in L2, or the minimum bound: every operand once
+    if not math.isclose(hbm, traffic, rel_tol=1e-12):  # the inputs stay in L2, or the minimum bound: every operand once
         a_hbm, b_hbm = float(problem.operand_bytes(left)), float(problem.operand_bytes(right))
     else:
         a_hbm, b_hbm = a_gm, gm - a_gm
@@ -70,14 +71,13 @@ def cube_operand_bytes(problem: Problem, f: Any, pick: dict[str, float], levels:
 
 
 def vector_operand_bytes(problem: Problem, t: dict[str, float]) -> dict[str, dict[str, float]]:
-    """Bytes per vector level and operand: UB reads the input's tiles in and writes the results out;
-    HBM moves the input in and the output out (the output's share at most its size)."""
+    """Bytes per vector level and operand (`vector.vector_terms`): UB reads the input's tiles in and
+    writes the results out; HBM moves the same bytes when they exceed the minimum, else each operand once."""
     x, y = problem.inputs[0].name, problem.output.name
-    out = min(float(problem.output_bytes), t["offchip"])
-    return {
-        "hbm": {x: t["offchip"] - out, y: out},
-        "ub": {x: t["ub_in"], y: t["ub_out"]},
-    }
+    hbm, ub_in, ub_out = t["offchip"], t["ub_in"], t["ub_out"]
+    traffic = math.isclose(hbm, ub_in + ub_out, rel_tol=1e-12)
+    x_hbm = ub_in if traffic else min(hbm, float(problem.operand_bytes(problem.inputs[0])))
+    return {"hbm": {x: x_hbm, y: hbm - x_hbm}, "ub": {x: ub_in, y: ub_out}}
 
 
 def cube_stall_stack(pick: dict[str, float], steps: float, double_buffer: bool) -> dict[str, float]:
