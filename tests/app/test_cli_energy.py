@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import app
+from mapper.display import fmt
 
 runner = CliRunner()
 MATMUL = ["--einsum", "mk,kn->mn", "--size", "m=64", "--size", "k=64", "--size", "n=64", "--weight", "1"]
@@ -33,3 +34,8 @@ def test_a_bad_energy_override_is_one_line_and_exit_2() -> None:
     assert res.exit_code == 2, res.output
     lines = [x for x in res.output.strip().splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and "energy.byte_pj.hbm" in lines[0]
+
+
+def test_energy_is_shown_in_joules_with_a_prefix() -> None:
+    assert fmt(65.77e6, "pJ") == "65.77 uJ" and fmt(2.5e12, "pJ") == "2.5 J" and fmt(12.0, "pJ") == "12 pJ"
+    assert fmt(4.2e3, "pJ") == "4.2 nJ" and fmt(3.1e9, "pJ") == "3.1 mJ"
