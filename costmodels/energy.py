@@ -128,20 +128,3 @@ def pricer(table: EnergyTable, problem: Problem, levels: Iterable[str]) -> Energ
     """The `EnergyPricer` of `problem` with the figures of `table` for the memory `levels`."""
     mac = table.mac(mac_dtype(problem)) * float(problem.macs)
     return EnergyPricer(mac=mac, per_byte=tuple((lv, table.byte_pj[lv].pj) for lv in levels))
-
-
-def split_by_operand(level_total: float, weights: Mapping[str, float]) -> dict[str, float]:
-    """`level_total` split over operands in proportion to `weights` (the last takes the rounding rest).
-
-    Where the model computes a level's traffic as one term per operand, pass those terms: the split
-    is then the model's own. The values sum to `level_total`.
-    """
-    names = list(weights)
-    if not names:
-        return {}
-    whole = float(sum(weights.values()))
-    if whole <= 0:
-        return {n: (float(level_total) if i == len(names) - 1 else 0.0) for i, n in enumerate(names)}
-    out = {n: float(level_total) * float(weights[n]) / whole for n in names[:-1]}
-    out[names[-1]] = float(level_total) - sum(out.values())
-    return out
