@@ -3,11 +3,13 @@
 Each preset is a YAML file in ``costmodels/presets/`` named after the preset. Its ``family`` key
 picks the pydantic model it is validated into; every other key is a field of that model. A
 request may override any field (a smaller part sends its own core count or SRAM size); unknown
-keys and out-of-range values are rejected with the field name.
+keys and out-of-range values are rejected with the field name. A dotted key overrides one entry of
+a nested section (``energy.byte_pj.hbm: 40``).
 """
 
 from __future__ import annotations
 
+import copy
 from functools import cache
 from importlib import resources
 from typing import Any, TypeVar
@@ -46,8 +48,11 @@ def load_preset(name: str, model: type[M], overrides: dict[str, Any] | None = No
     Raises:
         ProblemError: an override names an unknown field or gives an invalid value.
     """
-    data = {k: v for k, v in _raw(name).items() if k not in ("family", "sources")}
+    data = copy.deepcopy({k: v for k, v in _raw(name).items() if k not in ("family", "sources")})
     for key, value in (overrides or {}).items():
+        if "." in key and key.split(".")[0] in model.model_fields:
+            _set_nested(data, key, value, name)
+            continue
         if key not in model.model_fields:
             raise ProblemError(
                 f"target {name} has no setting {key!r}",
@@ -66,6 +71,21 @@ def load_preset(name: str, model: type[M], overrides: dict[str, Any] | None = No
             token=field or name,
             hint="check the overrides",
         ) from None
+
+
+def _set_nested(data: dict[str, Any], key: str, value: Any, name: str) -> None:
+    """Set ``data[a][b][c] = value`` for the dotted key ``a.b.c`` (the sections on the way must exist)."""
+    *path, last = key.split(".")
+    node: Any = data
+    for part in path:
+        node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            raise ProblemError(
+                f"target {name} has no section {key.rsplit('.', 1)[0]!r} to override",
+                token=key,
+                hint="a dotted override names a section of the preset and one of its entries, e.g. energy.byte_pj.hbm",
+            )
+    node[last] = value
 
 
 def preset_sources(name: str) -> dict[str, str]:

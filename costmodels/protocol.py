@@ -87,18 +87,22 @@ class CostReport(BaseModel):
     lower_bound_cycles: float = Field(ge=0, description="roofline lower bound of the problem on this target")
     offchip_bytes: float = Field(ge=0)
     footprint_bytes: float = Field(ge=0, description="peak on-chip bytes per core/slice the mapping holds")
-    energy_pj: float | None = None
+    energy_pj: float | None = Field(default=None, description="total energy of the mapping in picojoules")
     energy_breakdown: dict[str, float] = Field(
-        default_factory=dict, description="pJ per component: 'mac' and each memory level; sums to energy_pj"
+        default_factory=dict,
+        description="pJ per component: 'mac' and one key per memory level of `bytes`; sums to energy_pj",
     )
     operand_bytes: dict[str, dict[str, float]] = Field(
-        default_factory=dict, description="memory level -> operand -> bytes; each level sums to bytes[level]"
+        default_factory=dict,
+        description="memory level -> operand (inputs and output) -> bytes moved; each level sums to bytes[level]",
     )
     operand_energy: dict[str, dict[str, float]] = Field(
-        default_factory=dict, description="memory level -> operand -> pJ"
+        default_factory=dict, description="memory level -> operand -> pJ (the shape of operand_bytes)"
     )
     stall_stack: dict[str, float] = Field(
-        default_factory=dict, description="cycles per stall component; sums to cycles"
+        default_factory=dict,
+        description="cycles per component (compute, each level's exposed transfer, fill, drain, reduction, "
+        "family stages); sums to cycles",
     )
     notes: tuple[str, ...] = ()
 

@@ -22,6 +22,11 @@ def fmt(value: float | None, unit: str = "") -> str:
             if abs(value) >= scale:
                 return f"{value / scale:.4g} {pre}s"
         return f"{value:.3g} s"
+    if unit == "pJ":  # energy is priced in picojoules and shown in joules with a prefix (65.77 uJ)
+        for scale, pre in ((1e12, ""), (1e9, "m"), (1e6, "u"), (1e3, "n")):
+            if abs(value) >= scale:
+                return f"{value / scale:.4g} {pre}J"
+        return f"{value:.4g} pJ"
     for scale, pre in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= scale:
             return f"{value / scale:.4g} {pre}{unit}"

@@ -12,9 +12,9 @@ budget). `inner_points` None gives each trial's numpy sub-space `mapper.planning
 points: a rule on the space, so a seeded request searches the same way on any machine.
 
 `OBJECTIVES` lists what a request may ask to minimise: the objectives some registered target
-prices (`Target.objectives`). An objective the `CostReport` knows but no target prices
-(``energy``: no target sets ``energy_pj`` today) is not offered until a target prices it; the CLI
-and the API read this list.
+prices (`Target.objectives`); every family prices ``latency``, ``offchip_bytes``, ``footprint`` and
+``energy`` (`costmodels.energy`). An objective the `CostReport` knows but no target prices would
+not be offered until a target prices it; the CLI and the API read this list.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def priced_objectives() -> tuple[str, ...]:
     return tuple(o for o in KNOWN_OBJECTIVES if o in priced)
 
 
-#: objectives a request may ask for: those some target prices (``energy`` is absent until one prices it)
+#: objectives a request may ask for: those some target prices
 OBJECTIVES: tuple[str, ...] = priced_objectives()
 
 StopReason = Literal[

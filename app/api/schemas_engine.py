@@ -251,6 +251,12 @@ class CostOut(BaseModel):
     offchip_bytes: float
     footprint_bytes: float
     energy_pj: float | None
+    energy_breakdown: dict[str, float] = Field(default_factory=dict, description="pJ per component; sums to energy_pj")
+    operand_bytes: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="memory level -> operand -> bytes; each level sums to bytes[level]"
+    )
+    operand_energy: dict[str, dict[str, float]] = Field(default_factory=dict, description="level -> operand -> pJ")
+    stall_stack: dict[str, float] = Field(default_factory=dict, description="cycles per component; sums to cycles")
     notes: list[str]
 
     @classmethod

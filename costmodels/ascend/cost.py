@@ -25,8 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costmodels.ascend.energy import cube_level_bytes
 from costmodels.ascend.space import CubeSetup
 from costmodels.ascend.tiling import round_up
+from costmodels.energy import EnergyPricer
 from costmodels.protocol import Violation
 
 #: Stage names reported in the breakdown, and the bound each maps to.
@@ -38,6 +40,7 @@ SCORE_OUTPUTS = {
     "latency": np.dtype(np.float64),
     "offchip_bytes": np.dtype(np.float64),
     "footprint": np.dtype(np.float64),
+    "energy": np.dtype(np.float64),
 }
 
 
@@ -128,7 +131,7 @@ def cube_model(c: CubeConsts, f: Arrays) -> Arrays:
     offchip, cores_used = _offchip(c, f, p)
     hbm = offchip / c.hbm_rate
     return {
-        **{k: p[k] for k in ("cube", "mte2", "mte1", "fix", "tiles", "blocks", "gm_core")},
+        **{k: p[k] for k in ("cube", "mte2", "mte1", "fix", "tiles", "blocks", "gm_core", "out_bytes")},
         "hbm": hbm,
         "core": core,
         "cycles": np.maximum(core, hbm),
@@ -154,18 +157,20 @@ def cube_checks(c: CubeConsts, f: Arrays, t: Arrays) -> Arrays:
     }
 
 
-def cube_scores(c: CubeConsts, f: Arrays) -> Arrays:
+def cube_scores(c: CubeConsts, f: Arrays, energy: EnergyPricer | None = None) -> Arrays:
     """What `score_codes` and `score_batch` return: feasibility and the objectives (inf where infeasible).
 
     The same terms as `cube_model`, but each is dropped as soon as it is used: over a grid the
     temporaries are the bulk of the memory touched, and fresh memory is what costs the most.
     """
     p = _pipes(c, f)
-    del p["tiles"]  # reported only
+    # p["tiles"] is kept: the energy model counts the L0A/L0B tiles
     acc = f["acc_m"] * f["acc_n"]
     core, _ = _core(c, f, p, acc)
-    offchip, _ = _offchip(c, f, p)
-    del p
+    offchip, cores_used = _offchip(c, f, p)
+    levels = cube_level_bytes(f, p["tiles"], p["blocks"], p["gm_core"], cores_used, offchip)
+    pj = energy.total(levels) if energy is not None else np.inf
+    del p, levels
     cycles = np.maximum(core, offchip / c.hbm_rate)
     del core
     ok: np.ndarray | None = None
@@ -177,6 +182,7 @@ def cube_scores(c: CubeConsts, f: Arrays) -> Arrays:
         "latency": np.where(ok, cycles / c.clock_hz, np.inf),
         "offchip_bytes": np.where(ok, offchip, np.inf),
         "footprint": np.where(ok, (f["fa"] + f["fb"]) * f["h"] + acc, np.inf),
+        "energy": np.where(ok, pj, np.inf),
     }
 
 

@@ -40,6 +40,8 @@ import numpy as np
 
 from costmodels.ascend.cost import SCORE_OUTPUTS, CubeConsts
 from costmodels.ascend.cube_tables import CUBE_ORDER
+from costmodels.ascend.energy import cube_level_bytes
+from costmodels.energy import EnergyPricer
 from costmodels.param_tables import Table, grid_fields
 
 Arrays = dict[str, np.ndarray]
@@ -77,6 +79,7 @@ class CubeTable:
     grids: int  # choices of the core grid
     offchip: np.ndarray | None  # inf where infeasible; None: `min_bytes` where feasible
     min_bytes: float
+    energy: np.ndarray | None = None  # pJ per point, inf where infeasible (None: not priced, inf)
 
     def run(self, start: int, n: int) -> Arrays:
         """`SCORE_OUTPUTS` of the points ``start .. start + n - 1``."""
@@ -89,30 +92,42 @@ class CubeTable:
             raw = np.repeat(self.footprint[q0 : (start + n - 1) // g + 1], g)[start - q0 * g :][:n]
             foot = np.where(ok, raw, np.inf)
         off = np.where(ok, self.min_bytes, np.inf) if self.offchip is None else self.offchip[start : start + n]
-        return {"ok": ok, "latency": self.latency[start : start + n], "offchip_bytes": off, "footprint": foot}
+        pj = np.full(n, np.inf) if self.energy is None else self.energy[start : start + n]
+        return {
+            "ok": ok,
+            "latency": self.latency[start : start + n],
+            "offchip_bytes": off,
+            "footprint": foot,
+            "energy": pj,
+        }
 
     def take(self, idx: np.ndarray) -> Arrays:
         """`SCORE_OUTPUTS` of the points numbered `idx`."""
         ok = np.take(self.ok, idx)
         foot = np.where(ok, np.take(self.footprint, idx // self.grids), np.inf)
         off = np.where(ok, self.min_bytes, np.inf) if self.offchip is None else np.take(self.offchip, idx)
-        return {"ok": ok, "latency": np.take(self.latency, idx), "offchip_bytes": off, "footprint": foot}
+        pj = np.full(np.shape(idx), np.inf) if self.energy is None else np.take(self.energy, idx)
+        return {"ok": ok, "latency": np.take(self.latency, idx), "offchip_bytes": off, "footprint": foot, "energy": pj}
 
 
-def tabulate_cube(tables: Sequence[Table], shape: Sequence[int], c: CubeConsts) -> CubeTable:
+def tabulate_cube(
+    tables: Sequence[Table], shape: Sequence[int], c: CubeConsts, energy: EnergyPricer | None = None
+) -> CubeTable:
     """The scores of every point of the space of `shape` (the core grid its last parameter).
 
     Args:
         tables: the cube tables over the space's choices (laid out in `CUBE_ORDER`).
         shape: the number of choices of each parameter, in `CUBE_PARAMS` order.
         c: the problem's constants.
+        energy: the problem's energy model (None: the energy column is not priced, inf).
     """
     dims = tuple(shape[d] for d in CUBE_ORDER)
     f = grid_fields(tables, [0] * len(shape), [s - 1 for s in shape], CUBE_ORDER)
     split = 1  # the slabs' leading axes are dims[1:split]
     while split < len(dims) - 1 and math.prod(dims[split:]) > SLAB:
         split += 1
-    names = ("latency", "ok") if c.l2_resident else ("latency", "ok", "offchip_bytes")
+    names: tuple[str, ...] = ("latency", "ok") if c.l2_resident else ("latency", "ok", "offchip_bytes")
+    names += ("energy",) if energy is not None else ()
     out = {k: np.empty(tuple(shape), dtype=SCORE_OUTPUTS[k]) for k in names}
     view = {k: v.transpose(CUBE_ORDER) for k, v in out.items()}  # the same memory, axes in CUBE_ORDER
     foot = np.empty(tuple(shape[:-1]))  # the space without its grid axis
@@ -147,6 +162,8 @@ def tabulate_cube(tables: Sequence[Table], shape: Sequence[int], c: CubeConsts) 
             np.maximum(core[doubles], hbm, out=res[d])  # cycles
         np.divide(res, c.clock_hz, out=res)
         np.copyto(view["latency"][where], np.add(res, pen, out=res))
+        if energy is not None:  # before res (two of the slab's buffers) is reused; offchip is another
+            np.copyto(view["energy"][where], np.add(_energy(energy, g, offchip), pen))
         if not c.l2_resident:
             np.copyto(view["offchip_bytes"][where], np.add(offchip, pen, out=res))
         small = (g["fa"] + g["fb"]) * h  # the footprint: no term of it depends on the grid
@@ -164,7 +181,17 @@ def tabulate_cube(tables: Sequence[Table], shape: Sequence[int], c: CubeConsts) 
         grids=shape[GRID],
         offchip=out["offchip_bytes"].reshape(-1) if not c.l2_resident else None,
         min_bytes=c.min_bytes,
+        energy=out["energy"].reshape(-1) if energy is not None else None,
     )
+
+
+def _energy(energy: EnergyPricer, g: Arrays, offchip: np.ndarray | float) -> np.ndarray:
+    """A slab's energy: `cube_level_bytes` of `_pipes`' tiles, blocks and GM bytes, as `cube_scores` computes them."""
+    tiles = g["tiles_m"] * g["lknk"] * g["tiles_n"]
+    steps = g["blocks"] * g["nk"]
+    gm_core = np.maximum(steps * g["kmulti"], g["blocks_m"]) * g["ach"] + steps * g["bch"]
+    levels = cube_level_bytes(g, tiles, g["blocks"], gm_core, g["cores_used"], offchip)
+    return np.asarray(energy.total(levels), dtype=np.float64)
 
 
 def _slab(

@@ -11,9 +11,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, model_validator
 
+from costmodels.energy import EnergyTable
 from workload import dtypes
 
 Generation = Literal["a2a3", "a5"]
+#: the memory levels of the cost reports' bytes (cube: hbm gm l1 l0a l0b l0c; vector: hbm ub), each priced
+#: by the preset's energy table
+ENERGY_LEVELS: tuple[str, ...] = ("hbm", "gm", "l1", "l0a", "l0b", "l0c", "ub")
 
 #: PTO C++ element type names, for rendering tile types (pto-tmatmul.txt, Constraints).
 CPP_TYPES: dict[str, str] = {
@@ -76,6 +80,7 @@ class AscendHardware(BaseModel):
     rowprod_tree_steps_b32: PositiveInt
     vf_cycles_per_instruction: PositiveFloat
     recommended_base_mkn: tuple[PositiveInt, PositiveInt, PositiveInt]
+    energy: EnergyTable = Field(description="pJ per MAC by dtype and per byte by level, each with its source")
 
     @model_validator(mode="after")
     def _consistent(self) -> AscendHardware:
@@ -95,6 +100,7 @@ class AscendHardware(BaseModel):
                 raise ValueError(f"fractal_k[{d}] = {k0} is not 32 B / sizeof({d})")
         if self.aiv_cores < self.aic_cores:
             raise ValueError("aiv_cores must be at least aic_cores (split architecture, 2 AIV per AIC)")
+        self.energy.require(ENERGY_LEVELS, (*self.fractal_k, *self.vector_dtypes))
         return self
 
     # ---- derived facts ----------------------------------------------------------------------

@@ -31,11 +31,13 @@ from costmodels.ascend import cost as cc
 from costmodels.ascend.cost import SCORE_OUTPUTS
 from costmodels.ascend.cube_grid import CubeTable, tabulate_cube
 from costmodels.ascend.cube_tables import CUBE_ORDER, cube_tables
+from costmodels.ascend.energy import CUBE_LEVELS, VECTOR_LEVELS
 from costmodels.ascend.hardware import AscendHardware
 from costmodels.ascend.space import CUBE_PARAMS, CubeSetup, build_space, cube_setup
 from costmodels.ascend.vector import VectorSetup, vector_arrays, vector_feasible, vector_terms
 from costmodels.ascend.violations import supports
 from costmodels.choice_codes import SpaceCoder, plain
+from costmodels.energy import EnergyPricer, pricer
 from costmodels.param_tables import Encoded, Table, evaluate, flat_index, gather_fields, run_start
 from costmodels.protocol import SearchSpace, Violation
 from workload.problem import Problem
@@ -92,6 +94,12 @@ class Prepared:
         return cube_setup(self.problem, self.hw)
 
     @cached_property
+    def energy(self) -> EnergyPricer:
+        """The problem's energy model over the levels its cost report counts (TMATMUL or vector)."""
+        levels = CUBE_LEVELS if self.problem.is_binary else VECTOR_LEVELS
+        return pricer(self.hw.energy, self.problem, levels)
+
+    @cached_property
     def vector(self) -> VectorSetup:
         return VectorSetup(problem=self.problem, hw=self.hw)
 
@@ -144,7 +152,7 @@ class Prepared:
                 self.scored += max(n, CALL_POINTS)
                 if self.size > TABULATE_MAX or self.scored < TABULATE_SHARE * self.size:
                     return self._by_tables(codes, n)
-                table = tabulate_cube(self.tables, self.shape, self.consts)
+                table = tabulate_cube(self.tables, self.shape, self.consts, self.energy)
             self.table = table
         cols = [codes[nm] for nm in self.names]
         start = run_start(cols, self.shape)
@@ -157,7 +165,9 @@ class Prepared:
         for p in self.space.params:
             c = codes[p.name]
             enc.append(Encoded(codes=c, values=p.choices, lo=int(c.min()), hi=int(c.max())))
-        return evaluate(self.tables, enc, partial(cc.cube_scores, self.consts), SCORE_OUTPUTS, CUBE_ORDER)
+        return evaluate(
+            self.tables, enc, partial(cc.cube_scores, self.consts, energy=self.energy), SCORE_OUTPUTS, CUBE_ORDER
+        )
 
     # ---- points by value (the general path of score_batch, check and cost) ------------------------
     def vector_values(self, columns: dict[str, np.ndarray]) -> Arrays:
@@ -171,6 +181,7 @@ class Prepared:
             "latency": np.where(ok, t["cycles"] / self.hw.clock_hz, np.inf),
             "offchip_bytes": np.where(ok, t["offchip"], np.inf),
             "footprint": np.where(ok, t["footprint"], np.inf),
+            "energy": np.where(ok, self.energy.total({"hbm": t["offchip"], "ub": t["ub_in"] + t["ub_out"]}), np.inf),
         }
 
     def vector_terms(self, columns: dict[str, np.ndarray]) -> tuple[Arrays, Arrays, Arrays]:
@@ -183,7 +194,9 @@ class Prepared:
         """`SCORE_OUTPUTS` of points given by value, priced from tables over the values they hold."""
         enc = _distinct(columns)
         tables = cube_tables(self.cube, tuple(e.values for e in enc))
-        return evaluate(tables, enc, partial(cc.cube_scores, self.consts), SCORE_OUTPUTS, CUBE_ORDER)
+        return evaluate(
+            tables, enc, partial(cc.cube_scores, self.consts, energy=self.energy), SCORE_OUTPUTS, CUBE_ORDER
+        )
 
     def cube_point(self, columns: dict[str, np.ndarray]) -> tuple[Arrays, Arrays]:
         """Fields and model terms of a few points given by value (check/cost), with the report fields."""

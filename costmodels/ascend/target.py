@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from costmodels.ascend import cost as cc
+from costmodels.ascend.energy import cube_operand_bytes, cube_stall_stack, vector_operand_bytes, vector_stall_stack
 from costmodels.ascend.hardware import AscendHardware
 from costmodels.ascend.mapping import cube_mapping, vector_mapping
 from costmodels.ascend.render import render_mapping
@@ -25,7 +26,7 @@ from costmodels.ascend.vector import VECTOR_PARAMS, VectorSetup, vector_peak_cyc
 from costmodels.ascend.violations import cube_tile_rules, vector_tile_rules
 from costmodels.ascend.warm import cube_warm_starts, vector_warm_starts
 from costmodels.choice_codes import ScoreFn
-from costmodels.family import FamilyTarget, knobs_violation, point_of, rows
+from costmodels.family import OBJECTIVES, FamilyTarget, knobs_violation, point_of, rows
 from costmodels.ir import Mapping, coverage_errors
 from costmodels.presets import load_preset
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Violation
@@ -36,6 +37,7 @@ class AscendTarget(FamilyTarget[Prepared]):
     """One Ascend preset behind the `Target` protocol."""
 
     family = "ascend"
+    objectives = (*OBJECTIVES, "energy")
     keep = 4
 
     def __init__(self, name: str, hardware: AscendHardware) -> None:
@@ -130,6 +132,9 @@ class AscendTarget(FamilyTarget[Prepared]):
             bound = cc.cube_bound(pick)
             levels = {"hbm": pick["offchip"], "gm": pick["gm_bytes"], "l1": pick["gm_bytes"]}
             levels |= {"l0a": pick["l0a_bytes"], "l0b": pick["l0b_bytes"], "l0c": pick["l0c_bytes"]}
+            ops = cube_operand_bytes(problem, f, pick, levels)
+            steps = pick["blocks"] * float(np.asarray(f["nk"]).reshape(-1)[0])
+            stack = cube_stall_stack(pick, steps, bool(np.asarray(f["db"]).reshape(-1)[0]))
             notes: tuple[str, ...] = (
                 f"{int(pick['tiles'])} TMATMULs per core on {int(pick['cores_used'])} AI cores",
                 "inputs L2-resident: MTE2 at the L2 rate" if self._cube(problem).l2_resident else "MTE2 at HBM rate",
@@ -141,6 +146,8 @@ class AscendTarget(FamilyTarget[Prepared]):
             names = {"vector": "vector", "mte2": "dma", "mte3": "dma", "hbm": "dma"}
             bound = names[max(breakdown, key=lambda k: breakdown[k])]
             levels = {"hbm": pick["offchip"], "ub": pick["ub_in"] + pick["ub_out"]}
+            ops = vector_operand_bytes(problem, pick)
+            stack = vector_stall_stack(pick, bool(np.asarray(cols["double_buffer"]).reshape(-1)[0]))
             vs = self._vector(problem)
             notes = (f"{vs.instruction} on {int(pick['cores_used'])} vector cores",)
             if vs.transposed:
@@ -151,6 +158,7 @@ class AscendTarget(FamilyTarget[Prepared]):
                     "[ASSUMPTION: priced as one vector pass over the tile; see costmodels/ascend/vector.py]",
                 )
             peak_cycles = lb.compute_cycles
+        energy = self.prepared(problem).energy
         return CostReport(
             cycles=cycles,
             clock_hz=hw.clock_hz,
@@ -162,6 +170,11 @@ class AscendTarget(FamilyTarget[Prepared]):
             offchip_bytes=pick["offchip"],
             footprint_bytes=pick["footprint"],
             notes=notes,
+            energy_pj=float(energy.total(levels)),
+            energy_breakdown={k: float(v) for k, v in energy.parts(levels).items()},
+            operand_bytes=ops,
+            operand_energy=energy.operand_energy(ops),
+            stall_stack=stack,
         )
 
     def _scores(self, res: dict[str, np.ndarray]) -> BatchScore:

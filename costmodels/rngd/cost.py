@@ -82,6 +82,9 @@ def combine(hw: RngdHardware, k: Consts, qa: Arrays, qn: Arrays, dbuf: np.ndarra
     tail = qn["kval"] + qn["kflag"] * c_out
     # ---- total (step 6) ----
     c_dma = qn["dma"]
+    # ---- bytes per level of the whole chip (energy; the cost report's bytes) ----
+    dm_chip = (stream_bytes + c_trf * hw.trf_fill_bytes_per_cycle) * qn["slices"]
+    trf_chip = (c_mac * qn["rows"] * qa["pelw"] / 8) * qn["slices"]
     overlapped = fill_one + np.maximum(np.maximum(c_ce, c_trf - fill_one), c_dma)
     total = np.where(dbuf, overlapped, c_ce + c_trf + c_dma) + tail
     return {
@@ -101,6 +104,8 @@ def combine(hw: RngdHardware, k: Consts, qa: Arrays, qn: Arrays, dbuf: np.ndarra
         "working": working,
         "offchip": qn["offchip"],
         "stream_bytes": stream_bytes,
+        "dm_chip": dm_chip,
+        "trf_chip": trf_chip,
     }
 
 

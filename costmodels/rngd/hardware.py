@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from costmodels.energy import EnergyTable
 from workload import dtypes
 
 #: Lane counts the Row level accepts (contraction-engine-rngd.txt, Constraints, Row utilization).
 ROW_CHOICES: tuple[int, ...] = (1, 2, 4, 8)
+#: the memory levels of the cost report's bytes, each priced by the preset's energy table
+ENERGY_LEVELS: tuple[str, ...] = ("hbm", "dm", "trf")
 
 
 class RngdHardware(BaseModel):
@@ -43,6 +46,7 @@ class RngdHardware(BaseModel):
     dma_startup_cycles: float = Field(ge=0)
     hbm_bytes_per_second: float = Field(gt=0)
     dm_stream_bytes_per_cycle: float = Field(gt=0, description="seed figure, kept with its conflict noted")
+    energy: EnergyTable = Field(description="pJ per MAC by dtype and per byte by level, each with its source")
 
     @model_validator(mode="after")
     def _consistent(self) -> RngdHardware:
@@ -60,6 +64,7 @@ class RngdHardware(BaseModel):
             dtypes.canonical_dtype(name)
             if name not in self.reducer_latency or name not in self.shift_range:
                 raise ValueError(f"input dtype {name} needs a reducer_latency and a shift_range entry")
+        self.energy.require(ENERGY_LEVELS, self.input_dtypes)
         return self
 
     @property

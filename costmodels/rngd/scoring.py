@@ -19,10 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costmodels.energy import EnergyPricer, pricer
 from costmodels.protocol import Choice, SearchSpace
 from costmodels.rngd.cost import combine, point_violations
+from costmodels.rngd.energy import level_bytes
 from costmodels.rngd.factors import Arrays, lane_factors, packet_factors, shard_factors
-from costmodels.rngd.hardware import RngdHardware
+from costmodels.rngd.hardware import ENERGY_LEVELS, RngdHardware
 from costmodels.rngd.space import roles_of
 from costmodels.rngd.terms import Consts, consts_of, lane_quantities, packet_quantities, shard_quantities
 from workload.problem import Problem
@@ -55,6 +57,7 @@ class Tables:
     consts: Consts
     qa: Arrays
     qn: Arrays
+    energy: EnergyPricer  # the problem's energy model (the "energy" objective)
 
 
 def _grid(choices: dict[str, tuple[Choice, ...]], names: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -120,9 +123,10 @@ def build_tables(problem: Problem, hw: RngdHardware, space: SearchSpace) -> Tabl
     # A point of a bad S x P or S x L entry costs infinity (la, dma), so only the point-level
     # constraints remain to check per point; its objectives are masked to inf anyway.
     fa = {key: np.where(bad_a, np.inf, qa[key]) if key == "la" else qa[key].astype(float) for key in keys_a}
+    fa["pelw"] = qa["pelw"].astype(float)
     bad_n = qn["bad:rows"] | qn["bad:trf-split"]
     fn = {key: np.where(bad_n, np.inf, qn[key]) if key == "dma" else qn[key].astype(float) for key in N_KEYS}
-    fn.update({key: qn[key] for key in ("offchip", "share_r", "wpen")})
+    fn.update({key: qn[key] for key in ("offchip", "share_r", "wpen", "slices")})
     return Tables(
         n_p=n_p,
         n_l=n_l,
@@ -130,6 +134,7 @@ def build_tables(problem: Problem, hw: RngdHardware, space: SearchSpace) -> Tabl
         p_mults=_mults(ch, P_PARAMS),
         l_mults=_mults(ch, L_PARAMS),
         consts=k,
+        energy=pricer(hw.energy, problem, ENERGY_LEVELS),
         qa=fa,
         qn=fn,
     )
@@ -152,7 +157,7 @@ def score_codes(hw: RngdHardware, t: Tables, codes: dict[str, np.ndarray], n: in
     names = {nm for mults in (t.s_mults, t.p_mults, t.l_mults) for nm, _ in mults} | {"double_buffer"}
     cols = {nm: np.asarray(codes[nm]).reshape(n) for nm in names}
     feasible = np.empty(n, dtype=bool)
-    out = {k: np.empty(n) for k in ("latency", "offchip_bytes", "footprint")}
+    out = {k: np.empty(n) for k in ("latency", "offchip_bytes", "footprint", "energy")}
     for lo in range(0, n, CHUNK):
         hi = min(n, lo + CHUNK)
         sl = slice(lo, hi)
@@ -173,4 +178,5 @@ def score_codes(hw: RngdHardware, t: Tables, codes: dict[str, np.ndarray], n: in
         np.fmax(res["cycles"] / hw.clock_hz, pen, out=out["latency"][lo:hi])
         np.fmax(res["offchip"], pen, out=out["offchip_bytes"][lo:hi])
         np.fmax(res["footprint"], pen, out=out["footprint"][lo:hi])
+        np.fmax(t.energy.total(level_bytes(res)), pen, out=out["energy"][lo:hi])
     return {"feasible": feasible, **out}

@@ -16,13 +16,15 @@ from typing import Any
 import numpy as np
 
 from costmodels.choice_codes import ScoreFn, SpaceCoder
-from costmodels.family import FamilyTarget, knobs_violation, point_of
+from costmodels.energy import pricer
+from costmodels.family import OBJECTIVES, FamilyTarget, knobs_violation, point_of
 from costmodels.ir import Mapping, coverage_errors
 from costmodels.presets import load_preset
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, SearchSpace, Violation
 from costmodels.rngd.cost import bound_of, evaluate, lower_bound_cycles, utilization
+from costmodels.rngd.energy import level_bytes, operand_bytes, stall_stack
 from costmodels.rngd.factors import factors
-from costmodels.rngd.hardware import RngdHardware
+from costmodels.rngd.hardware import ENERGY_LEVELS, RngdHardware
 from costmodels.rngd.mapping import POINT_KEYS, as_columns, build_mapping
 from costmodels.rngd.render import render_mapping
 from costmodels.rngd.scoring import Tables, build_tables, score_codes
@@ -51,6 +53,7 @@ class RngdTarget(FamilyTarget[Prepared]):
     """One RNGD preset (with overrides) implementing the `Target` protocol."""
 
     family = "rngd"
+    objectives = (*OBJECTIVES, "energy")
 
     def __init__(self, name: str, hardware: RngdHardware) -> None:
         super().__init__(name, hardware)
@@ -122,12 +125,17 @@ class RngdTarget(FamilyTarget[Prepared]):
 
     def cost(self, problem: Problem, mapping: Mapping) -> CostReport:
         res = self._evaluate(problem, mapping)
+        point = point_of(mapping, POINT_KEYS)
+        assert point is not None  # _evaluate raised otherwise
         cycles = float(res["cycles"][0])
         lb = self.lower_bound(problem)
         breakdown = {
             k: float(res[k][0])
             for k in ("compute", "stream", "vector", "tree", "drain_last", "fill", "dma", "reduction", "ce")
         }
+        levels = {k: float(v[0]) for k, v in level_bytes(res).items()}
+        energy = pricer(self.hw.energy, problem, ENERGY_LEVELS)
+        ops = operand_bytes(problem, self.hw, as_columns(point), res)
         notes = (
             f"placement: {mapping.knobs.get('placement')}",
             "ASSUMPTION: TRF fill at 8 B/cycle (sub-context read_size), hardware-facts.md §1.2 step 3",
@@ -140,16 +148,17 @@ class RngdTarget(FamilyTarget[Prepared]):
             clock_hz=self.hw.clock_hz,
             bound=bound_of(res),
             utilization=float(utilization(problem, self.hw, res["cycles"])[0]),
-            bytes={
-                "hbm": float(res["offchip"][0]),
-                "dm": float(res["dm_bytes"][0] * res["slices_used"][0]),
-                "trf": float(res["trf_bytes"][0] * res["slices_used"][0]),
-            },
+            bytes=levels,
             breakdown=breakdown,
             lower_bound_cycles=lb.cycles,
             offchip_bytes=float(res["offchip"][0]),
             footprint_bytes=float(res["footprint"][0]),
             notes=notes,
+            energy_pj=float(energy.total(levels)),
+            energy_breakdown={k: float(v) for k, v in energy.parts(levels).items()},
+            operand_bytes=ops,
+            operand_energy=energy.operand_energy(ops),
+            stall_stack=stall_stack(self.hw, res, bool(point["double_buffer"])),
         )
 
     def lower_bound(self, problem: Problem) -> LowerBound:
@@ -181,15 +190,18 @@ class RngdTarget(FamilyTarget[Prepared]):
             evaluate(problem, self.hw, {k: np.asarray(v)[i : i + CHUNK] for k, v in columns.items()})
             for i in range(0, n, CHUNK)
         ]
-        res = {k: np.concatenate([p[k] for p in parts]) for k in ("feasible", "cycles", "offchip", "footprint")}
+        keys = ("feasible", "cycles", "offchip", "footprint", "dm_chip", "trf_chip")
+        res = {k: np.concatenate([p[k] for p in parts]) for k in keys}
         ok = res["feasible"]
         lat = res["cycles"] / self.hw.clock_hz
+        energy = pricer(self.hw.energy, problem, ENERGY_LEVELS).column(level_bytes(res), ~ok)
         return BatchScore(
             feasible=ok,
             objectives={
                 "latency": np.where(ok, lat, np.inf),
                 "offchip_bytes": np.where(ok, res["offchip"], np.inf),
                 "footprint": np.where(ok, res["footprint"], np.inf),
+                "energy": energy,
             },
         )
 

@@ -121,6 +121,7 @@ def packet_quantities(
         "sdiv": sdiv,
         "flb": fl * hw.flit_bytes,
         "shift": shift,
+        "pelw": f["p_el"] * k.w_bits,  # TRF bits a row reads per packet (energy: bytes at the TRF level)
     }
     q["bad:packet"] = ~shift & ((f["pk"] > f["p_el"]) | (f["p_el"] % f["pk"] != 0))
     q["bad:feed-flits"] = (f["feed"] < 1) | (f["feed"] > hw.max_feed_flits) | (~shift & (f["feed"] > full))
@@ -157,6 +158,7 @@ def lane_quantities(hw: RngdHardware, k: Consts, r: Roles, f: Arrays, qs: Arrays
         # K split over slices adds kval + kflag * C_out (step 5)
         "kval": np.where(qs["ksplit"] > 1, qs["ksplit"], 0),
         "kflag": (qs["ksplit"] > 1).astype(np.int64),
+        "slices": qs["slices_used"],  # energy: per-slice bytes times the slices that move them
         "bad:rows": ~np.isin(rows, ROW_CHOICES) | (rows > hw.rows),
         "bad:trf-split": np.asarray(f["trf_padding_only"], dtype=bool),
     }

@@ -258,5 +258,10 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         "sb_h": sb_h,
         "sb_w": sb_w,
         "dst": dst,
+        # what the energy breakdowns read (costmodels/tenstorrent/energy.py): DRAM bytes per operand, overlaps
+        "dram_act_bytes": np.where(dram, dram_in_d, dram_in_sh),
+        "dram_out_bytes": np.atleast_1d(np.asarray(dram_out, dtype=np.float64)),
+        "adb": x["adb"],
+        "wdb": wdb,
     }
     return Evaluation(ok=ok, a=a)

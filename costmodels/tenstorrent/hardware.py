@@ -10,8 +10,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from costmodels.energy import EnergyTable
+
 Fidelity = Literal["LoFi", "HiFi2", "HiFi3", "HiFi4"]
 FIDELITIES: tuple[str, ...] = ("LoFi", "HiFi2", "HiFi3", "HiFi4")
+#: the memory levels of the cost report's bytes priced by the preset's energy table (noc_weights and
+#: noc_activations are the noc level's two operands, not levels of their own)
+ENERGY_LEVELS: tuple[str, ...] = ("dram", "noc", "l1", "halo")
 
 
 class TensixHardware(BaseModel):
@@ -44,8 +49,11 @@ class TensixHardware(BaseModel):
         "declares f32 accumulation for bf16/f32 inputs, so this precision loss is opt-in",
     )
 
+    energy: EnergyTable = Field(description="pJ per MAC by dtype and per byte by level, each with its source")
+
     @model_validator(mode="after")
     def _consistent(self) -> TensixHardware:
+        self.energy.require(ENERGY_LEVELS, ())  # a number format without a figure costs the dearest MAC
         missing = [f for f in FIDELITIES if f not in self.tile_cycles]
         if missing:
             raise ValueError(f"tile_cycles lacks {', '.join(missing)}")

@@ -25,9 +25,11 @@ from functools import cached_property
 import numpy as np
 
 from costmodels.choice_codes import UNKNOWN, ChoiceCoder, SpaceCoder
+from costmodels.energy import EnergyPricer, pricer
 from costmodels.protocol import Choice, SearchSpace, Violation
 from costmodels.tenstorrent.cost import MEMORIES, evaluate
-from costmodels.tenstorrent.hardware import TensixHardware
+from costmodels.tenstorrent.energy import level_bytes
+from costmodels.tenstorrent.hardware import ENERGY_LEVELS, TensixHardware
 from costmodels.tenstorrent.resolve import fidelity_inputs, layout_table, numeric_inputs, resolve_ranks
 from costmodels.tenstorrent.shape import TTShape, tt_shape
 from costmodels.tenstorrent.space import build_space
@@ -79,6 +81,7 @@ class ScoreTable:
         self.latency = np.empty(size)
         self.offchip = np.empty(size)
         self.footprint = np.empty(size)
+        self.energy = np.empty(size)
 
     def index(self, codes: dict[str, np.ndarray]) -> np.ndarray:
         """Each point's flat index in the grid (``codes[name]``: the position of its choice).
@@ -100,18 +103,21 @@ class ScoreTable:
         for b in np.flatnonzero(want[: self._done.size] & ~self._done):  # codes past the end: the gather raises
             l0, l1 = int(b) * self.block, min((int(b) + 1) * self.block, self.axes[0][1])
             sl = slice(l0 * self.inner, l1 * self.inner)
-            self.feasible[sl], self.latency[sl], self.offchip[sl], self.footprint[sl] = self._price(l0, l1)
+            priced = self._price(l0, l1)
+            self.feasible[sl], self.latency[sl], self.offchip[sl], self.footprint[sl], self.energy[sl] = priced
             self._done[b] = True
         self._all_done = bool(self._done.all())
 
-    def score(self, codes: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(feasible, latency s, offchip bytes, footprint bytes) of points given by code."""
+    def score(self, codes: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
+        """(feasible, latency s, offchip bytes, footprint bytes, energy pJ) of points given by code."""
         self.fill(codes["layout"])
         flat = self.index(codes)
-        return self.feasible[flat], self.latency[flat], self.offchip[flat], self.footprint[flat]
+        return self.feasible[flat], self.latency[flat], self.offchip[flat], self.footprint[flat], self.energy[flat]
 
 
-def build_table(shape: TTShape, hw: TensixHardware, space: SearchSpace) -> ScoreTable:
+def build_table(
+    shape: TTShape, hw: TensixHardware, space: SearchSpace, energy: EnergyPricer | None = None
+) -> ScoreTable:
     """The table of `space`, priced lazily in blocks of layouts (`ScoreTable.fill`).
 
     Each block evaluates the formulas of `tenstorrent.cost.evaluate` over a broadcast grid: one
@@ -162,14 +168,23 @@ def build_table(shape: TTShape, hw: TensixHardware, space: SearchSpace) -> Score
         feas = np.ascontiguousarray(np.broadcast_to(ev.feasible, shape_b))  # every output in full, C order
         cycles = ev.a["cycles"]
         own = cycles.shape == shape_b and cycles.dtype == np.float64 and cycles.flags.owndata  # ev is ours alone
+        pj = _energy(energy, ev.a, shape_b)  # before _masked writes inf over the byte arrays
         return (
             feas.reshape(-1),
             _masked(np.divide(cycles, hw.clock_hz, out=cycles if own else None), feas),
             _masked(ev.a["dram_bytes"], feas),
             _masked(ev.a["footprint"], feas),
+            _masked(pj, feas),
         )
 
     return ScoreTable(tuple(zip(grid, dims, strict=True)), price)
+
+
+def _energy(energy: EnergyPricer | None, a: dict[str, np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
+    """The energy (pJ) of every point as a full grid of its own (inf everywhere when not priced)."""
+    if energy is None:
+        return np.full(shape, np.inf)
+    return np.array(np.broadcast_to(energy.total(level_bytes(a)), shape), dtype=np.float64)
 
 
 def _masked(a: np.ndarray, feas: np.ndarray) -> np.ndarray:
@@ -180,17 +195,21 @@ def _masked(a: np.ndarray, feas: np.ndarray) -> np.ndarray:
     return np.where(feas, a, np.inf).reshape(-1)
 
 
-def score_general(shape: TTShape, hw: TensixHardware, cols: dict[str, np.ndarray]) -> tuple[np.ndarray, ...]:
-    """(feasible, latency, offchip bytes, footprint) of arbitrary 1-D columns, through `evaluate`."""
+def score_general(
+    shape: TTShape, hw: TensixHardware, cols: dict[str, np.ndarray], energy: EnergyPricer | None = None
+) -> tuple[np.ndarray, ...]:
+    """(feasible, latency, offchip bytes, footprint, energy) of arbitrary 1-D columns, through `evaluate`."""
     lt, x = numeric_inputs(shape, hw, cols)
     ev = evaluate(shape, hw, lt, x)
     feas = np.asarray(ev.feasible)
     inf = np.inf
+    pj = _energy(energy, ev.a, feas.shape)
     return (
         feas,
         np.where(feas, ev.a["cycles"] / hw.clock_hz, inf),
         np.where(feas, ev.a["dram_bytes"], inf),
         np.where(feas, ev.a["footprint"], inf),
+        np.where(feas, pj, inf),
     )
 
 
@@ -290,4 +309,8 @@ class TTPrepared:
 
     @cached_property
     def table(self) -> ScoreTable:
-        return build_table(self.shape, self.hw, self.space)
+        return build_table(self.shape, self.hw, self.space, self.energy)
+
+    @cached_property
+    def energy(self) -> EnergyPricer:
+        return pricer(self.hw.energy, self.problem, ENERGY_LEVELS)

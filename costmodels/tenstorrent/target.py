@@ -35,11 +35,12 @@ from typing import Any
 import numpy as np
 
 from costmodels.choice_codes import ScoreFn
-from costmodels.family import FamilyTarget, knobs_violation
+from costmodels.family import OBJECTIVES, FamilyTarget, knobs_violation
 from costmodels.ir import Mapping
 from costmodels.presets import load_preset
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Violation
 from costmodels.tenstorrent.cost import PARAMS, Evaluation
+from costmodels.tenstorrent.energy import level_bytes, operand_bytes, stall_stack
 from costmodels.tenstorrent.hardware import TensixHardware
 from costmodels.tenstorrent.mapping import build_mapping, point_of
 from costmodels.tenstorrent.render import render_mapping
@@ -55,6 +56,7 @@ class TenstorrentTarget(FamilyTarget[TTPrepared]):
     """One Tenstorrent preset behind the `Target` protocol."""
 
     family = "tenstorrent"
+    objectives = (*OBJECTIVES, "energy")
 
     def __init__(self, name: str, hardware: TensixHardware) -> None:
         super().__init__(name, hardware)
@@ -68,7 +70,7 @@ class TenstorrentTarget(FamilyTarget[TTPrepared]):
         return self._batch(prep.table.score(codes))
 
     def _score_values(self, problem: Problem, prep: TTPrepared) -> ScoreFn:
-        return lambda cols: self._batch(score_general(prep.shape, self.hardware, cols))
+        return lambda cols: self._batch(score_general(prep.shape, self.hardware, cols, prep.energy))
 
     def _shape(self, problem: Problem) -> TTShape:
         return self.prepared(problem).shape
@@ -109,7 +111,8 @@ class TenstorrentTarget(FamilyTarget[TTPrepared]):
         point = point_of(mapping)
         if point is None:
             raise ValueError(knobs_violation(mapping, PARAMS).message)
-        a = {k: float(v[0]) for k, v in self._eval(problem, point).a.items()}
+        full = self._eval(problem, point).a
+        a = {k: float(v[0]) for k, v in full.items()}
         hw = self.hardware
         lb = self.lower_bound(problem)
         stages = {
@@ -120,6 +123,9 @@ class TenstorrentTarget(FamilyTarget[TTPrepared]):
         }
         cycles = a["cycles"]
         util = problem.macs / (hw.cores * hw.peak_macs_per_cycle_core * cycles) if cycles > 0 else 0.0
+        levels = {k: float(v) for k, v in level_bytes(a).items()}
+        energy = self.prepared(problem).energy
+        ops = operand_bytes(problem, full)
         fid = point["math_fidelity"]
         notes = [f"math fidelity {fid}" + ("" if fid == "HiFi4" else " (fewer mantissa bits than the HiFi4 default)")]
         notes.append(f"layout {point['layout']}: {int(a['cores'])} cores, {int(a['pm_t'])}x{int(a['pn_t'])} tiles each")
@@ -141,11 +147,17 @@ class TenstorrentTarget(FamilyTarget[TTPrepared]):
             offchip_bytes=a["dram_bytes"],
             footprint_bytes=a["footprint"],
             notes=tuple(notes),
+            energy_pj=float(energy.total(levels)),
+            energy_breakdown={k: float(v) for k, v in energy.parts(levels).items()},
+            operand_bytes=ops,
+            operand_energy=energy.operand_energy(ops),
+            stall_stack=stall_stack(full),
         )  # fmt: skip
 
     def _batch(self, outs: tuple[np.ndarray, ...]) -> BatchScore:
-        feas, lat, off, foot = outs
-        return BatchScore(feasible=feas, objectives={"latency": lat, "offchip_bytes": off, "footprint": foot})
+        feas, lat, off, foot, pj = outs
+        objectives = {"latency": lat, "offchip_bytes": off, "footprint": foot, "energy": pj}
+        return BatchScore(feasible=feas, objectives=objectives)
 
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
         prep = self.prepared(problem)

@@ -244,6 +244,18 @@ class Evaluation:
     violated: dict[str, F]
 
 
+def onchip_bytes(c: ProblemConsts, q: Quantities, t: Traffic) -> tuple[F, F]:
+    """Bytes moved at SBUF (instruction operands read, PSUM evictions written, HBM blocks landed) and
+    at PSUM (results written, evictions read) over the chip: the report's and the energy model's."""
+    psum = np.asarray(q.acc_psum).astype(bool)
+    sbuf_bytes = (
+        t.n_inst * q.tk * (q.ts * c.s_stat + q.tm * c.s_mov) + t.n_out * q.ts * q.tm * 4
+    ) * q.cores + t.hbm_chip
+    n_evict = np.where(psum, t.n_out, t.n_out * q.hk)
+    psum_bytes = (t.n_inst + n_evict) * q.ts * q.tm * 4.0 * q.cores
+    return sbuf_bytes, psum_bytes
+
+
 def evaluate(hw: TrainiumHardware, c: ProblemConsts, q: Quantities) -> Evaluation:
     """Price and check every point of `q`: `traffic`, `accumulation` and both kinds of violations.
 
@@ -251,12 +263,7 @@ def evaluate(hw: TrainiumHardware, c: ProblemConsts, q: Quantities) -> Evaluatio
     """
     t = traffic(hw, c, q)
     a = accumulation(hw, c, q, t)
-    psum = q.acc_psum.astype(bool)
-    sbuf_bytes = (
-        t.n_inst * q.tk * (q.ts * c.s_stat + q.tm * c.s_mov) + t.n_out * q.ts * q.tm * 4
-    ) * q.cores + t.hbm_chip
-    n_evict = np.where(psum, t.n_out, t.n_out * q.hk)
-    psum_bytes = (t.n_inst + n_evict) * q.ts * q.tm * 4.0 * q.cores
+    sbuf_bytes, psum_bytes = onchip_bytes(c, q, t)
     violated = {**tile_violations(hw, c, q), **capacity_violations(hw, a)}
     return Evaluation(
         t.n_inst, t.ii, t.te, t.dma, a.evict, t.prologue, a.cycles, t.hbm_chip, t.hbm_core, a.sbuf_pp, a.psum_banks,

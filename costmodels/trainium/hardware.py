@@ -10,6 +10,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from costmodels.energy import EnergyTable
+
+#: the memory levels of the cost report's bytes, each priced by the preset's energy table
+ENERGY_LEVELS: tuple[str, ...] = ("hbm", "sbuf", "psum")
+#: the input dtypes nc_matmul takes (nki-nc_matmul.txt), each needing a MAC energy
+ENERGY_DTYPES: tuple[str, ...] = ("f8e4m3", "f8e5m2", "bf16", "f16", "f32")
+
 
 class TrainiumHardware(BaseModel):
     """Numbers of one Trainium part (see the preset file for the source of each)."""
@@ -33,6 +40,7 @@ class TrainiumHardware(BaseModel):
     matmul_floor_cycles: int = Field(ge=0, description="the 64 of max(min(64, N_stationary), N_moving)")
     fp32_cost_factor: float = Field(ge=1, description="fp32 nc_matmul costs this many times the bf16 cost")
     access_overhead_cycles: float = Field(ge=0, description="static overhead of one SBUF/PSUM access")
+    energy: EnergyTable = Field(description="pJ per MAC by dtype and per byte by level, each with its source")
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainiumHardware:
@@ -42,6 +50,7 @@ class TrainiumHardware(BaseModel):
             raise ValueError(
                 "moving_free_max fp32 results must fit one PSUM bank (moving_free_max * 4 <= psum_bank_bytes)"
             )
+        self.energy.require(ENERGY_LEVELS, ENERGY_DTYPES)
         return self
 
     # ---- derived numbers -----------------------------------------------------------------

@@ -36,6 +36,7 @@ from functools import cache, lru_cache
 
 import numpy as np
 
+from costmodels.energy import pricer
 from costmodels.protocol import BatchScore, SearchSpace
 from costmodels.trainium.cost import (
     ProblemConsts,
@@ -45,10 +46,11 @@ from costmodels.trainium.cost import (
     capacity_violations,
     fetches,
     live_output_blocks,
+    onchip_bytes,
     tile_violations,
     traffic,
 )
-from costmodels.trainium.hardware import TrainiumHardware
+from costmodels.trainium.hardware import ENERGY_LEVELS, TrainiumHardware
 from costmodels.trainium.nest import ROLE_CODE, B, K, M, Roles, RoleSplit, S, roles_of, shard_cores, split_role
 from workload.problem import Problem
 
@@ -73,6 +75,7 @@ class PricedGrid:
     latency: np.ndarray
     offchip: np.ndarray
     footprint: np.ndarray
+    energy: np.ndarray | None = None  # pJ (costmodels.energy: MACs and bytes at hbm, sbuf, psum); None: not priced
 
 
 @cache
@@ -225,7 +228,7 @@ def price_grid(
     space: SearchSpace,
     consts: Callable[[Roles], ProblemConsts],
 ) -> PricedGrid:
-    """(latency s, off-chip bytes, footprint bytes) of every point of `space`, over the `LAYOUT` axes.
+    """(latency s, off-chip bytes, footprint bytes, energy pJ) of every point of `space`, over the `LAYOUT` axes.
 
     A slab is one (stationary, cores, acc) choice, split further along the next axes (shard first)
     while it has more than `SLAB` points. `traffic` does not depend on acc, so both acc slabs share
@@ -236,7 +239,8 @@ def price_grid(
     if sorted(ch) != sorted(LAYOUT):
         raise ValueError(f"the grid prices the parameters {LAYOUT}, not {tuple(ch)}")
     shape = tuple(len(ch[n]) for n in LAYOUT)
-    tables = tuple(np.empty(shape) for _ in range(3))
+    tables = tuple(np.empty(shape) for _ in range(4))
+    energy = pricer(hw.energy, problem, ENERGY_LEVELS)
     inner = shape[3:]  # shard and the axes after it
     n_deep = 0
     while n_deep < len(inner) and math.prod(inner[n_deep:]) > SLAB:
@@ -261,16 +265,19 @@ def price_grid(
             tr = traffic(hw, c, q)
             fixed = any_violated(tile_violations(hw, c, q).values())
             for ai, psum in enumerate(psums):
-                acc = accumulation(hw, c, replace(q, acc_psum=psum), tr)
+                qa = replace(q, acc_psum=psum)
+                acc = accumulation(hw, c, qa, tr)
                 bad = fixed | any_violated(capacity_violations(hw, acc).values())
                 pen = np.where(bad, np.inf, 0.0)  # x + 0.0 == x exactly; x + inf == inf
-                lat, off, foot = (t[(si, ci, ai, *deep)] for t in tables)
+                lat, off, foot, en = (t[(si, ci, ai, *deep)] for t in tables)
+                sbuf, psum_b = onchip_bytes(c, qa, tr)
+                np.add(energy.total({"hbm": tr.hbm_chip, "sbuf": sbuf, "psum": psum_b}), pen, out=en)
                 np.divide(acc.cycles, hw.te_clock_hz, out=lat)
                 np.add(lat, pen, out=lat)
                 np.add(tr.hbm_chip, pen, out=off)
                 np.add(acc.footprint, pen, out=foot)
-    lat, off, foot = (t.reshape(-1) for t in tables)
-    return PricedGrid(axes=LAYOUT, shape=shape, latency=lat, offchip=off, footprint=foot)
+    lat, off, foot, en = (t.reshape(-1) for t in tables)
+    return PricedGrid(axes=LAYOUT, shape=shape, latency=lat, offchip=off, footprint=foot, energy=en)
 
 
 class GridScorer:
@@ -282,7 +289,8 @@ class GridScorer:
         terms = [(name, s) for name, s, n in zip(grid.axes, strides, grid.shape, strict=True) if n > 1]
         self.terms = tuple(sorted(terms, key=lambda t: t[1] == 1))
         self.names = grid.axes
-        self.tables = (grid.latency, grid.offchip, grid.footprint)
+        energy = grid.energy if grid.energy is not None else np.full_like(grid.latency, np.inf)
+        self.tables = (grid.latency, grid.offchip, grid.footprint, energy)
 
     def flat(self, codes: dict[str, np.ndarray]) -> np.ndarray:
         """The number in the grid of every point of `codes` (``codes[name][i]``: point i's choice index)."""
@@ -307,5 +315,6 @@ class GridScorer:
 
     def __call__(self, codes: dict[str, np.ndarray]) -> BatchScore:
         flat = self.flat(codes)
-        lat, off, foot = (np.take(t, flat) for t in self.tables)
-        return BatchScore(feasible=lat < np.inf, objectives={"latency": lat, "offchip_bytes": off, "footprint": foot})
+        lat, off, foot, en = (np.take(t, flat) for t in self.tables)
+        objectives = {"latency": lat, "offchip_bytes": off, "footprint": foot, "energy": en}
+        return BatchScore(feasible=lat < np.inf, objectives=objectives)

@@ -30,12 +30,14 @@ from typing import Any
 import numpy as np
 
 from costmodels.choice_codes import SpaceCoder
-from costmodels.family import FamilyTarget, knobs_violation, point_of
+from costmodels.energy import pricer
+from costmodels.family import OBJECTIVES, FamilyTarget, knobs_violation, point_of
 from costmodels.ir import Mapping, coverage_errors, flat_mapping
 from costmodels.presets import load_preset
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Param, SearchSpace, Violation
 from costmodels.trainium.cost import Evaluation, ProblemConsts, Quantities, evaluate, lower_bound_cycles
-from costmodels.trainium.hardware import TrainiumHardware
+from costmodels.trainium.energy import operand_bytes, stall_stack
+from costmodels.trainium.hardware import ENERGY_LEVELS, TrainiumHardware
 from costmodels.trainium.mapping import KNOBS, build_mapping, mapping_quantities, structure_errors
 from costmodels.trainium.nest import Roles
 from costmodels.trainium.render import render_mapping
@@ -63,6 +65,7 @@ class TrainiumTarget(FamilyTarget[Prepared]):
     """One Trainium preset: the Target protocol over the nc_matmul cost model."""
 
     family = "trainium"
+    objectives = (*OBJECTIVES, "energy")
     keep = 4  # priced grids kept per target (each <= 24 bytes per point of the space)
 
     def __init__(self, name: str, hardware: TrainiumHardware) -> None:
@@ -119,12 +122,15 @@ class TrainiumTarget(FamilyTarget[Prepared]):
 
     def cost(self, problem: Problem, mapping: Mapping) -> CostReport:
         hw = self.hardware
-        roles, _, ev = self._evaluate(problem, mapping)
+        roles, q, ev = self._evaluate(problem, mapping)
         lb = self.lower_bound(problem)
         cycles = float(ev.cycles[0])
         stages = {"compute": float(ev.te[0]), "dma": float(ev.dma[0]), "evict": float(ev.evict[0]),
                   "fill": float(ev.fill[0])}  # fmt: skip
         c = self._consts(problem, roles)
+        levels = {"hbm": float(ev.hbm_chip[0]), "sbuf": float(ev.sbuf_bytes[0]), "psum": float(ev.psum_bytes[0])}
+        energy = pricer(hw.energy, problem, ENERGY_LEVELS)
+        ops = operand_bytes(problem, roles, c, q, ev)
         peak = hw.cores_per_chip * hw.peak_macs_per_cycle(fp32=c.fp32, double_row=c.double_row)
         notes = [
             f"{int(ev.n_inst[0])} nc_matmul per core at {ev.ii[0]:g} cycles each "
@@ -138,12 +144,17 @@ class TrainiumTarget(FamilyTarget[Prepared]):
             clock_hz=hw.te_clock_hz,
             bound=max(stages, key=lambda k: stages[k]),
             utilization=min(1.0, problem.macs / (peak * cycles)) if cycles > 0 else 0.0,
-            bytes={"hbm": float(ev.hbm_chip[0]), "sbuf": float(ev.sbuf_bytes[0]), "psum": float(ev.psum_bytes[0])},
+            bytes=levels,
             breakdown=stages,
             lower_bound_cycles=lb.cycles,
             offchip_bytes=float(ev.hbm_chip[0]),
             footprint_bytes=float(ev.footprint[0]),
             notes=tuple(notes),
+            energy_pj=float(energy.total(levels)),
+            energy_breakdown={k: float(v) for k, v in energy.parts(levels).items()},
+            operand_bytes=ops,
+            operand_energy=energy.operand_energy(ops),
+            stall_stack=stall_stack(ev),
         )
 
     def lower_bound(self, problem: Problem) -> LowerBound:

@@ -138,7 +138,7 @@ def test_a_comparison_with_one_infeasible_target_exits_3() -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--target", "trn2", "--objective", "energy"], "energy"),
+        (["--target", "trn2", "--objective", "speed"], "unknown objective 'speed'"),
         (["--target", "trn2", "--strategy", "magic"], "strategy"),
         (["--target", "trn2", "--override", "sbuf_partitions"], "not name=value"),
         (["--target", "trn2", "--override", "no_such_field=1"], "no_such_field"),

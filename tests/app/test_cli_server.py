@@ -86,7 +86,7 @@ def test_a_bad_problem_is_the_servers_detail_and_hint_on_one_line(api: TestClien
     assert res.exit_code == 2, res.output
     lines = [x for x in res.output.splitlines() if x.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and "(at 'k')" in lines[0] and ": add" in lines[0]
-    res = runner.invoke(cli, ["tune", *MATMUL, "--target", "trn2", "--objective", "energy", *SERVER])
+    res = runner.invoke(cli, ["tune", *MATMUL, "--target", "trn2", "--objective", "speed", *SERVER])
     assert res.exit_code == 2 and res.output.startswith("error: ")
 
 

@@ -4,7 +4,7 @@ For each preset and a set of representative problems (small enough to enumerate)
 - the space is finite and non-empty, and every point maps to a loop nest that covers the
   iteration space exactly once (costmodels.ir.coverage_errors);
 - costs are finite and non-negative, and never below the target's roofline lower bound;
-- `score_batch` agrees with `check` and `cost` point by point (feasibility and latency), and
+- `score_batch` agrees with `check` and `cost` point by point (feasibility, latency and energy), and
   `score_codes` (the mapper's path: choice indices) agrees with `score_batch` on every objective;
 - the best mapping validates in the executor against the numpy reference;
 - an infeasible point's violations carry a code and a message that says what to do.
@@ -81,7 +81,7 @@ def test_every_family_has_presets() -> None:
 
 def test_target_satisfies_protocol(target: Target) -> None:
     assert isinstance(target, Target)
-    assert "latency" in target.objectives
+    assert "latency" in target.objectives and "energy" in target.objectives
 
 
 @pytest.mark.parametrize("pname", list(PROBLEMS))
@@ -123,15 +123,22 @@ def test_score_batch_agrees_with_check_and_cost(target: Target, pname: str) -> N
     score = target.score_batch(problem, cols)
     feas = np.asarray(score.feasible, dtype=bool)
     lat = np.asarray(score.objectives["latency"], dtype=float)
-    assert feas.shape == (len(points),) and lat.shape == (len(points),)
+    energy = np.asarray(score.objectives["energy"], dtype=float)
+    assert feas.shape == (len(points),) and lat.shape == (len(points),) and energy.shape == (len(points),)
     for i, point in enumerate(points):
         mapping = target.mapping(problem, point)
         ok = not target.check(problem, mapping)
         assert bool(feas[i]) == ok, (point, target.check(problem, mapping))
         if ok:
-            assert lat[i] == pytest.approx(target.cost(problem, mapping).seconds, rel=1e-9)
+            report = target.cost(problem, mapping)
+            assert lat[i] == pytest.approx(report.seconds, rel=1e-9)
+            assert report.energy_pj is not None and energy[i] == pytest.approx(report.energy_pj, rel=1e-9)
+            assert sum(report.energy_breakdown.values()) == pytest.approx(report.energy_pj, rel=1e-12)
+            assert sum(report.stall_stack.values()) == pytest.approx(report.cycles, rel=1e-9)
+            for level, ops in report.operand_bytes.items():
+                assert sum(ops.values()) == pytest.approx(report.bytes[level], rel=1e-9, abs=1e-6), level
         else:
-            assert math.isinf(lat[i])
+            assert math.isinf(lat[i]) and math.isinf(energy[i])
 
 
 @pytest.mark.parametrize("pname", list(PROBLEMS))
