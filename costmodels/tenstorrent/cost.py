@@ -191,7 +191,7 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     k_paper = np.where(dram, kb * t, np.where(height, k_full, k_full / c))
     paper = (b_ho * b_wo + k_paper * (b_ho + b_wo)) * bi
     halo_buf = np.where(dram, 0.0, g["buf"] * g["stick_ch"] * bi)
-    act_cb = b_ho * abw_t * t * bi * np.where(x["adb"], 2, 1)
+    act_block = b_ho * abw_t * t * bi  # one act_block_h x act_block_w block
     # weights double buffering applies to block sharding (tenstorrent-conv2d.md, Conv2dConfig) and to the
     # streamed weight blocks of the DRAM path
     wdb = x["wdb"] & (block | dram)
@@ -199,7 +199,14 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     # the whole output shard stays in L1 when sharded; one output block when streamed to DRAM
     out_shard = np.where(dram, b_ho * b_wo * bo, pm_t * t * b_wo * bo * shape.batches)
     interm = np.where(kblocks > 1, b_ho * b_wo * np.where(fp32, 4.0, bo), 0.0)
-    l1_total = halo_buf + act_cb + w_cb + out_shard + interm
+    # act_block_h sets the activation CB; double buffering keeps two blocks (tenstorrent-conv2d.md,
+    # enable_act_double_buffer: "if enough memory is available"). A requested double buffer that does
+    # not fit beside the other buffers is dropped (one block, the reader no longer overlaps compute),
+    # so a smaller act_block_h can buy the overlap back: the choice of act_block_h has a price.
+    others = halo_buf + w_cb + out_shard + interm
+    adb = x["adb"] & (others + 2 * act_block <= hw.l1_free_bytes)
+    act_cb = act_block * np.where(adb, 2, 1)
+    l1_total = others + act_cb
     ok["l1-paper"] = paper < hw.l1_free_bytes
     ok["l1-capacity"] = l1_total <= hw.l1_free_bytes
 
@@ -223,7 +230,7 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     t_act = act_recv / link + np.where(dram | (c > 1), hop, 0)
     t_w = w_core / link + hop
     act_path = t_reader + t_act
-    main = np.where(x["adb"], np.maximum(t_comp, act_path), t_comp + act_path)  # [ASSUMPTION: else sum] §4.2 step 6
+    main = np.where(adb, np.maximum(t_comp, act_path), t_comp + act_path)  # [ASSUMPTION: else sum] §4.2 step 6
     overlapped = np.maximum(main, t_w)
     main = np.where(wdb, overlapped, _over(np.add, main, t_w))
     # DRAM path: the writer sends each output block back while the next one computes ([ASSUMPTION] overlapped)
@@ -290,6 +297,8 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         "paper_bytes": paper,
         "halo_buf": halo_buf,
         "act_cb": act_cb,
+        "act_db": adb,
+        "act_db_lost": x["adb"] & ~adb,
         "w_cb": w_cb,
         "out_shard": out_shard,
         "interm": interm,

@@ -128,6 +128,11 @@ class TenstorrentTarget(FamilyTarget[TTPrepared]):
                 f"dram-interleaved: {int(a['kblocks'])} K blocks of {int(a['abw_t'])} tiles, weights re-read "
                 f"{int(a['nbh'])}x (once per output block along the rows)"
             )
+        if a["act_db_lost"]:
+            notes.append(
+                f"act double buffering requested but dropped: two {int(point['act_block_h'])}-row activation blocks "
+                f"do not fit L1 beside the other buffers (a smaller act_block_h keeps it)"
+            )
         if hw.input_in_l1 or hw.output_in_l1:
             notes.append(_placement_note(hw, a))
         return CostReport(
