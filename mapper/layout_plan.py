@@ -278,6 +278,8 @@ def plan_layouts(
         new = np.concatenate([[flat_dram[k]], l1_tot[s_best, np.arange(nl)]])
         back.append((np.array([k]), s_best))
         value = new
+    if not np.isfinite(value[0]):
+        raise ValueError("some layer has no feasible mapping on this target: no network plan")
     # walk back from the DRAM state after the last layer
     chosen: list[tuple[int, int, int, int]] = []  # (in state, layout, memory, out)
     state = 0

@@ -166,7 +166,14 @@ def tune_layers(
     values = [lay.value for lay in layers]
     cancelled = any(lay.stop_reason == "cancelled" for lay in layers)
     network = None
-    if plan_network and not cancelled and target.family == "tenstorrent" and settings.objectives[0] == "latency":
+    feasible = all(v is not None for v in values)
+    if (
+        plan_network
+        and feasible
+        and not cancelled
+        and target.family == "tenstorrent"
+        and settings.objectives[0] == "latency"
+    ):
         network = plan_layouts(problems, preset, overrides, factory)
     return WorkloadResult(
         complete=not cancelled,

@@ -134,3 +134,15 @@ def test_workload_result_carries_the_plan_and_the_cli_table_shows_it() -> None:
     off = tune_layers(problems, "wormhole-n150", SearchSettings(), overrides=ov, workers=1, validate=False,
                       plan_network=False)  # fmt: skip
     assert off.network is None
+
+
+def test_no_plan_when_a_layer_has_no_feasible_mapping() -> None:
+    from mapper.settings import SearchSettings
+    from mapper.workloads import tune_layers
+
+    problems, _ = CASES[2]
+    tiny = {"grid_x": 2, "grid_y": 2, "l1_kib": 100, "l1_reserved_kib": 96}  # 4 KiB free: nothing fits
+    w = tune_layers(problems, "wormhole-n150", SearchSettings(), overrides=tiny, workers=1, validate=False)
+    assert w.total_value is None and w.network is None
+    with pytest.raises(ValueError, match="no feasible mapping"):
+        plan_layouts(problems, "wormhole-n150", tiny)
