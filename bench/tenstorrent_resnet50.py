@@ -1,11 +1,20 @@
-"""Cheapest Tensix mapping of every ResNet-50 conv (batch 16, bf16), next to the roofline.
+"""Cheapest Tensix mapping of every ResNet-50 conv (batch 16, bf16), next to the roofline, then the network.
 
 Run with ``python -m bench.tenstorrent_resnet50 [--preset wormhole-n150]``. Every point of each
-layer's space is priced with `score_codes` (exhaustive, in chunks). Columns: the cheapest layout and memory
-placement at the preset's default fidelity policy (HiFi4 only, ttnn's default), its cycles, the
-roofline lower bound at that policy, the ratio and the stage that bounds the mapping; then, as a
-side column, the cheapest cycles when the fidelity policy is overridden to LoFi (fewer mantissa
-bits: not numerically equivalent for bf16).
+layer's space is priced with `score_codes` (exhaustive, in chunks). First table, each layer alone
+(input read from DRAM, output written to DRAM): the layout and memory placement the tie rule picks
+(`mapper.ties`: within 0.5% of the fastest, less data moved, then fewer cores) at the preset's
+default fidelity policy (HiFi4 only, ttnn's default), its cycles, the roofline lower bound at that
+policy, the ratio and the stage that bounds the mapping, the number of strategies in the tie; then,
+as a side column, the cheapest cycles when the fidelity policy is overridden to LoFi (fewer
+mantissa bits: not numerically equivalent for bf16).
+
+Second table, the network (`mapper.layout_plan`, issue #13): every layer's layout chosen jointly
+with activations kept in L1 between chained layers, reshards and spills, per layer, and the totals
+side by side in one run: joint, layer by layer in L1 (greedy), each layer alone; at the default
+policy and at LoFi. The published figure beside them is tt-metal's ResNet-50 demo on an n150 at
+batch 16, about 4,700 images/s end to end (hardware-facts.md §4.1, ResNet-50 (Wormhole) row;
+includes host time and every non-conv op, so it is a reference point, not a like-for-like figure).
 """
 
 from __future__ import annotations
@@ -18,6 +27,8 @@ import numpy as np
 from costmodels.protocol import Choice
 from costmodels.tenstorrent.target import TenstorrentTarget, make_target
 from mapper.enumerate import ChunkPlan
+from mapper.layout_plan import NetworkPlan, plan_layouts
+from mapper.ties import strategy_ties
 from workload import named
 from workload.problem import Problem
 
@@ -39,6 +50,26 @@ def best(target: TenstorrentTarget, problem: Problem) -> tuple[dict[str, Choice]
     return point, cycles * target.hardware.clock_hz
 
 
+#: hardware-facts.md §4.1, ResNet-50 (Wormhole) row: tt-metal models/demos/wormhole/resnet50/README.md, n150 batch 16
+PUBLISHED_FPS = 4700
+
+
+def show_plan(plan: NetworkPlan, hz: float) -> None:
+    """The joint plan, one row per layer."""
+    head = (
+        f"{'layer':28s} {'layout':11s} {'memory':6s} {'input':22s} {'out':4s} {'us':>8s} {'reshard':>8s} {'alone':>8s}"
+    )
+    print(head)
+    print("-" * len(head))
+    for lay in plan.layers:
+        mem = "L1" if lay.memory == "l1-sharded" else "DRAM"
+        rs = f"{lay.reshard_seconds * 1e6:8.2f}" if lay.reshard_seconds else f"{'':8s}"
+        print(
+            f"{lay.label.removeprefix('resnet50/'):28s} {lay.layout:11s} {mem:6s} {lay.input:22s} {lay.output:4s} "
+            f"{lay.seconds * 1e6:8.2f} {rs} {lay.alone_seconds * 1e6:8.2f}"
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--preset", default="wormhole-n150")
@@ -50,7 +81,8 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.time()
     policy = ",".join(target.hardware.fidelities)
     head = (
-        f"{'layer':28s} {'layout':12s} {'memory':6s} {'cycles':>10s} {'bound':>10s} {'x':>5s} {'by':7s} {'LoFi':>10s}"
+        f"{'layer':28s} {'layout':12s} {'memory':6s} {'cycles':>10s} {'bound':>10s} {'x':>5s} {'by':7s} {'tie':>4s} "
+        f"{'LoFi':>10s}"
     )
     print(f"{args.preset}, ResNet-50 batch {args.batch}, bf16; fidelity policy [{policy}], LoFi as a side column")
     print(head)
@@ -62,7 +94,8 @@ def main(argv: list[str] | None = None) -> None:
         if found is None or lo is None:
             print(f"{p.label:28s} no feasible mapping")
             continue
-        point, cyc = found
+        ties = strategy_ties(p, target, target.space(p))
+        point, cyc = ties[0].point, ties[0].latency * target.hardware.clock_hz
         rep = target.cost(p, target.mapping(p, point))
         tot["best"] += cyc
         tot["lb"] += lb
@@ -70,16 +103,38 @@ def main(argv: list[str] | None = None) -> None:
         mem = "L1" if point["memory"] == "l1-sharded" else "DRAM"
         print(
             f"{p.label.removeprefix('resnet50/'):28s} {point['layout']!s:12s} {mem:6s} "
-            f"{cyc:10.0f} {lb:10.0f} {cyc / lb:5.2f} {rep.bound:7s} {lo[1]:10.0f}"
+            f"{cyc:10.0f} {lb:10.0f} {cyc / lb:5.2f} {rep.bound:7s} {len(ties):4d} {lo[1]:10.0f}"
         )
     hz = target.hardware.clock_hz
     print("-" * len(head))
     print(f"{'total':28s} {'':12s} {'':6s} {tot['best']:10.0f} {tot['lb']:10.0f} {tot['best'] / tot['lb']:5.2f} "
-          f"{'':7s} {tot['lofi']:10.0f}")  # fmt: skip
+          f"{'':7s} {'':4s} {tot['lofi']:10.0f}")  # fmt: skip
     print(
         f"convs only: {tot['best'] / hz * 1e3:.3f} ms per batch at [{policy}] "
         f"({args.batch * hz / tot['best']:.0f} img/s), {tot['lofi'] / hz * 1e3:.3f} ms at LoFi "
         f"({args.batch * hz / tot['lofi']:.0f} img/s); search took {time.time() - t0:.1f} s"
+    )
+    print()
+    t1 = time.time()
+    plans = {
+        policy: plan_layouts(problems, args.preset),
+        "LoFi": plan_layouts(problems, args.preset, {"fidelities": ["LoFi"]}),
+    }
+    print(f"network, layouts chosen jointly at [{policy}] (activations kept in L1 between chained layers):")
+    show_plan(plans[policy], hz)
+    print()
+    print(f"{'policy':8s} {'joint ms':>9s} {'greedy ms':>10s} {'alone ms':>9s} {'joint/alone':>11s} "
+          f"{'img/s joint':>11s} {'reshards':>8s} {'via DRAM':>8s}")  # fmt: skip
+    for name, plan in plans.items():
+        print(
+            f"{name:8s} {plan.total_seconds * 1e3:9.3f} {plan.greedy_seconds * 1e3:10.3f} "
+            f"{plan.layer_by_layer_seconds * 1e3:9.3f} {plan.total_seconds / plan.layer_by_layer_seconds:11.3f} "
+            f"{args.batch / plan.total_seconds:11.0f} {plan.reshards:8d} {plan.spilled_edges:8d}"
+        )
+    print(
+        f"published (hardware-facts.md §4.1): tt-metal ResNet-50 on n150, batch 16, about {PUBLISHED_FPS} img/s end "
+        f"to end ({args.batch / PUBLISHED_FPS * 1e3:.2f} ms per batch, host and non-conv ops included); "
+        f"network plans took {time.time() - t1:.1f} s"
     )
 
 

@@ -124,6 +124,35 @@ def show_workload(console: Console, w: WorkloadResult) -> None:
         f"total {w.objective}: {fmt(w.total_value, unit)}; {len(w.layers)} layers, {w.distinct} distinct, "
         f"{w.searched} searched, {w.proven_optimal} proven optimal; {w.seconds:.2f} s"
     )
+    if w.network is not None:
+        show_network(console, w)
+
+
+def show_network(console: Console, w: WorkloadResult) -> None:
+    """The joint layout choice of a Tenstorrent workload, per layer, beside the layer-by-layer optimum."""
+    n = w.network
+    assert n is not None
+    t = Table(title=f"{w.workload} on {w.target}: layouts chosen jointly", title_justify="left")
+    for col in ("#", "layer", "layout", "memory", "input", "output", "time", "reshard", "alone"):
+        t.add_column(col, justify="left" if col in ("layer", "layout", "memory", "input", "output") else "right")
+    for lay in n.layers:
+        t.add_row(
+            str(lay.index),
+            escape(lay.label),
+            lay.layout,
+            lay.memory,
+            escape(lay.input),
+            lay.output,
+            fmt(lay.seconds, "s"),
+            fmt(lay.reshard_seconds, "s") if lay.reshard_seconds else "",
+            fmt(lay.alone_seconds, "s"),
+        )
+    console.print(t)
+    console.print(
+        f"joint: {fmt(n.total_seconds, 's')} ({n.reshards} reshards, {fmt(n.reshard_seconds, 's')}; "
+        f"{n.spilled_edges} chain edges through DRAM); layer by layer in L1 (greedy): {fmt(n.greedy_seconds, 's')}; "
+        f"each layer alone, DRAM in and out: {fmt(n.layer_by_layer_seconds, 's')}"
+    )
 
 
 def _validation_word(r: TuneResult | WorkloadResult) -> str:

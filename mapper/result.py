@@ -90,6 +90,22 @@ class Certificate(BaseModel):
         return self.unexplored == 0
 
 
+class StrategyTie(BaseModel):
+    """The best mapping of one strategy (layout on its core grid, memory placement) among those tied with the best.
+
+    Tenstorrent only (`mapper.ties`): strategies within `mapper.ties.TIE_TOLERANCE` of the fastest.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    layout: str
+    memory: str
+    cores: int
+    latency: float = Field(description="seconds")
+    data_moved: float = Field(description="bytes over DRAM, the NoC and the halo (the first tie-break key)")
+    chosen: bool = Field(description="the tie's winner: the reported mapping")
+    point: dict[str, Choice]
+
+
 class TuneResult(BaseModel):
     """The best mapping of a problem on a target, with the evidence for it."""
 
@@ -134,6 +150,11 @@ class TuneResult(BaseModel):
     seconds: float = Field(description="time the search took (a cached result keeps the original figure)")
     cached: bool = False
     notes: list[str] = Field(default_factory=list)
+    ties: list[StrategyTie] = Field(
+        default_factory=list,
+        description="Tenstorrent: the best of each strategy within 0.5% of the fastest, in tie-break order "
+        "(less data moved, then fewer cores); the first is the reported mapping (mapper.ties)",
+    )
 
     @property
     def feasible(self) -> bool:

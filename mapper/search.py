@@ -18,11 +18,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from costmodels.protocol import Target
+from costmodels.protocol import SearchSpace, Target
 from mapper.keys import cache_key, cost_model_version, problem_hash
 from mapper.planning import resolve_strategy
-from mapper.report import package_result
-from mapper.result import ParetoPoint, TuneResult
+from mapper.report import Found, package_result
+from mapper.result import ParetoPoint, StrategyTie, TuneResult
 from mapper.settings import SearchSettings
 from mapper.strategies import Searched, strategy_for
 from mapper.watch import Progress, Watch, as_watch
@@ -81,6 +81,7 @@ def tune(
     found = strategy.run(problem, target, space, settings, deadline=deadline, watch=watch)
     found.inner_points = plan.inner_points
     found.rate = plan.probe.rate if plan.probe else None
+    ties = _break_ties(problem, target, space, settings, found)
     seconds = time.perf_counter() - t0
     version = cost_model_version(target)
     key = cache_key(problem, target.name, dict(overrides or {}), version, settings)
@@ -98,4 +99,31 @@ def tune(
         pareto=[ParetoPoint(point=p, values=dict(zip(settings.objectives, v, strict=True))) for p, v in found.front],
     )
     cert = found.certificate if isinstance(found, Searched) else None
-    return result.model_copy(update={"certificate": cert}) if cert is not None else result
+    update: dict[str, Any] = {"ties": ties} if ties else {}
+    if cert is not None:
+        update["certificate"] = cert
+    return result.model_copy(update=update) if update else result
+
+
+def _break_ties(
+    problem: Problem, target: Target, space: SearchSpace, settings: SearchSettings, found: Found
+) -> list[StrategyTie]:
+    """Tenstorrent, latency alone, whole space enumerated: report the tie and report its winner (`mapper.ties`)."""
+    if target.family != "tenstorrent" or settings.objectives != ("latency",) or found.point is None:
+        return []
+    if not found.proven_optimal:  # the tie is only known over a whole space
+        return []
+    from mapper.ties import TIE_TOLERANCE, strategy_ties
+
+    ties = strategy_ties(problem, target, space)
+    if len(ties) > 1:
+        win = ties[0]
+        fastest = min(t.latency for t in ties)
+        found.notes.append(
+            f"{len(ties)} strategies within {TIE_TOLERANCE:.1%} of the fastest: chose {win.layout} {win.memory} "
+            f"(less data moved, then fewer cores; {win.latency / fastest - 1:.2%} above the fastest)"
+        )
+        if win.point != found.point:
+            found.point = dict(win.point)
+            found.values = (win.latency,)
+    return ties

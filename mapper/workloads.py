@@ -3,6 +3,10 @@
 Identical layers (same content hash) are searched once. Results are looked up in and stored to
 the cache by this (parent) process only, so workers never write to a shared storage; a layer
 already in the cache costs a lookup. Workers run `mapper.search.tune` and send back JSON.
+
+On a Tenstorrent target, a latency tuning also chooses every layer's layout jointly
+(`mapper.layout_plan`: activations kept in L1 between layers, reshards, spills) and reports the
+plan beside the layer-by-layer optimum in `WorkloadResult.network`.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from costmodels.protocol import Target
 from mapper.cache import ResultCache, TargetFactory, answers, resolve_factory
 from mapper.keys import cache_key, cost_model_version, problem_hash
+from mapper.layout_plan import NetworkPlan, plan_layouts
 from mapper.result import TuneResult
 from mapper.search import tune
 from mapper.settings import SearchSettings
@@ -62,6 +67,11 @@ class WorkloadResult(BaseModel):
     layer_workers: dict[str, str] = Field(
         default_factory=dict, description="problem hash -> the worker process that searched it (service only)"
     )
+    network: NetworkPlan | None = Field(
+        default=None,
+        description="Tenstorrent, latency: the layouts chosen jointly over the layer chain (activations kept in "
+        "L1, reshards, spills), beside the layer-by-layer optimum (mapper.layout_plan)",
+    )
 
 
 def _tune_json(
@@ -89,8 +99,11 @@ def tune_layers(
     validate: bool = True,
     factory: TargetFactory | None = None,
     watch: Watch | None = None,
+    plan_network: bool = True,
 ) -> WorkloadResult:
     """Tune a list of layers (see the module docstring).
+
+    `plan_network` (Tenstorrent, latency objective): also choose the layouts jointly (`mapper.layout_plan`).
 
     With a `watch`, layers are searched one after another in this process, progress is reported
     per distinct layer (unit ``layers``) and a cancel stops the running layer's search and skips
@@ -152,6 +165,16 @@ def tune_layers(
         )
     values = [lay.value for lay in layers]
     cancelled = any(lay.stop_reason == "cancelled" for lay in layers)
+    network = None
+    feasible = all(v is not None for v in values)
+    if (
+        plan_network
+        and feasible
+        and not cancelled
+        and target.family == "tenstorrent"
+        and settings.objectives[0] == "latency"
+    ):
+        network = plan_layouts(problems, preset, overrides, factory)
     return WorkloadResult(
         complete=not cancelled,
         workload=name,
@@ -164,6 +187,7 @@ def tune_layers(
         searched=len(todo),
         proven_optimal=sum(1 for r in results.values() if r.proven_optimal),
         seconds=time.perf_counter() - t0,
+        network=network,
     )
 
 

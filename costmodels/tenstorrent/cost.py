@@ -16,6 +16,11 @@ Two memory placements share the compute formulas:
   rows. The activation rows are read once (multicast along a core row); the weights of a core
   column are re-read once per output block along the rows. A conv reads its im2col windows
   straight from DRAM (no halo, no reuse between windows).
+
+By default a sharded conv reads its input shards from DRAM and writes its output back, as a lone
+layer does. In a network (issue #13) the input may arrive L1-sharded from the previous layer
+(possibly in another layout: a reshard over the NoC, `tenstorrent.reshard`) and the output may stay
+in L1 for the next one; `_placement` says when they do and when they spill to DRAM.
 """
 
 from __future__ import annotations
@@ -70,7 +75,7 @@ CODES = (
 #: per-layout fields `evaluate` gathers by layout index (see `tenstorrent.resolve.layout_table`)
 LAYOUT_FIELDS = (
     "valid", "split_ok", "pm_t", "pn_t", "k_t", "kblocks", "buf", "max_remote", "tot_remote", "stick_ch", "kind",
-    "r", "c",
+    "r", "c", "reshard", "reshard_bytes",
 )  # fmt: skip
 
 
@@ -99,6 +104,27 @@ def _over(ufunc: np.ufunc, a: np.ndarray, b: np.ndarray | float) -> np.ndarray:
     if np.broadcast(a, b).shape == a.shape and a.dtype == np.result_type(a, b):
         return ufunc(a, b, out=a)
     return ufunc(a, b)
+
+
+def _placement(hw: TensixHardware, dram: np.ndarray, resident: np.ndarray) -> dict[str, np.ndarray] | None:
+    """Which of the input and output stay in L1 (issue #13), or None for a lone problem (DRAM in and out).
+
+    A tensor asked to stay in L1 (`TensixHardware.input_in_l1` / ``output_in_l1``) stays there when the
+    mapping is L1-sharded and its resident set fits: its own buffers (`resident`: halo buffer, CBs and
+    output shard, plus the input shard it receives) and the other live tensors of the network
+    (``l1_live_bytes``, the residual branches) within the free L1 (hardware-facts.md §4.1, L1 per
+    core row; §4.2 step 3). Otherwise it spills to DRAM: a DRAM-interleaved mapping streams from and to
+    DRAM by definition, and a sharded one that does not fit cannot keep the tensor resident.
+    """
+    if not (hw.input_in_l1 or hw.output_in_l1):
+        return None
+    fits = ~dram & (resident + hw.l1_live_bytes <= hw.l1_free_bytes)
+    return {
+        "in_keep": fits & hw.input_in_l1,
+        "in_spill": ~fits & hw.input_in_l1,
+        "out_keep": fits & hw.output_in_l1,
+        "out_spill": ~fits & hw.output_in_l1,
+    }
 
 
 def dram_k_tiles(shape: TTShape) -> int:
@@ -165,7 +191,7 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     k_paper = np.where(dram, kb * t, np.where(height, k_full, k_full / c))
     paper = (b_ho * b_wo + k_paper * (b_ho + b_wo)) * bi
     halo_buf = np.where(dram, 0.0, g["buf"] * g["stick_ch"] * bi)
-    act_cb = b_ho * abw_t * t * bi * np.where(x["adb"], 2, 1)
+    act_block = b_ho * abw_t * t * bi  # one act_block_h x act_block_w block
     # weights double buffering applies to block sharding (tenstorrent-conv2d.md, Conv2dConfig) and to the
     # streamed weight blocks of the DRAM path
     wdb = x["wdb"] & (block | dram)
@@ -173,7 +199,14 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     # the whole output shard stays in L1 when sharded; one output block when streamed to DRAM
     out_shard = np.where(dram, b_ho * b_wo * bo, pm_t * t * b_wo * bo * shape.batches)
     interm = np.where(kblocks > 1, b_ho * b_wo * np.where(fp32, 4.0, bo), 0.0)
-    l1_total = halo_buf + act_cb + w_cb + out_shard + interm
+    # act_block_h sets the activation CB; double buffering keeps two blocks (tenstorrent-conv2d.md,
+    # enable_act_double_buffer: "if enough memory is available"). A requested double buffer that does
+    # not fit beside the other buffers is dropped (one block, the reader no longer overlaps compute),
+    # so a smaller act_block_h can buy the overlap back: the choice of act_block_h has a price.
+    others = halo_buf + w_cb + out_shard + interm
+    adb = x["adb"] & (others + 2 * act_block <= hw.l1_free_bytes)
+    act_cb = act_block * np.where(adb, 2, 1)
+    l1_total = others + act_cb
     ok["l1-paper"] = paper < hw.l1_free_bytes
     ok["l1-capacity"] = l1_total <= hw.l1_free_bytes
 
@@ -197,7 +230,7 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     t_act = act_recv / link + np.where(dram | (c > 1), hop, 0)
     t_w = w_core / link + hop
     act_path = t_reader + t_act
-    main = np.where(x["adb"], np.maximum(t_comp, act_path), t_comp + act_path)  # [ASSUMPTION: else sum] §4.2 step 6
+    main = np.where(adb, np.maximum(t_comp, act_path), t_comp + act_path)  # [ASSUMPTION: else sum] §4.2 step 6
     overlapped = np.maximum(main, t_w)
     main = np.where(wdb, overlapped, _over(np.add, main, t_w))
     # DRAM path: the writer sends each output block back while the next one computes ([ASSUMPTION] overlapped)
@@ -211,7 +244,22 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     dram_in_d = max(B * shape.m_t * t * k_dram * t * bi, dram_in_sh)
     dram_w_d = B * k_dram * t * shape.n_t * t * bw * nbh
     dram_out = B * shape.m_t * t * shape.n_t * t * bo
-    dram_bytes = np.where(dram, dram_in_d + dram_w_d, dram_in_sh + c * w_core) + dram_out
+    cores_used = r * c
+    placed = _placement(hw, dram, l1_total + np.where(hw.input_in_l1, dram_in_sh / cores_used, 0.0))
+    in_read = dram_in_sh if placed is None else np.where(placed["in_keep"], 0.0, dram_in_sh)
+    dram_bytes = np.where(dram, dram_in_d + dram_w_d, in_read + c * w_core) + dram_out
+    t_reshard: np.ndarray | float = 0.0
+    if placed is not None:
+        # spilled: the L1 copy the producer kept goes to DRAM and is read back (input), the output goes to
+        # DRAM and is read back by the next layer (output); kept: no DRAM traffic for that tensor
+        dram_bytes = (
+            dram_bytes
+            + np.where(placed["in_spill"], dram_in_sh, 0.0)
+            + np.where(placed["out_keep"], -dram_out, np.where(placed["out_spill"], dram_out, 0.0))
+        )
+        # a sharded conv whose input arrives in another layout reshards it first (ttnn's
+        # reshard_if_not_optimal, tenstorrent-conv2d.md Conv2dConfig; priced in `tenstorrent.reshard`)
+        t_reshard = np.where(dram | (not hw.input_in_l1), 0.0, g["reshard"])
     t_dram = dram_bytes / hw.dram_bytes_per_cycle
     kernel = _over(np.maximum, main, t_dram)
     # halo op before a sharded conv: remote sticks over the NoC, then the local buffer copy
@@ -224,7 +272,8 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         0.0,
     )
     cycles = _over(np.add, kernel, t_halo)
-    cores_used = r * c
+    if placed is not None:
+        cycles = cycles + t_reshard
     a = {
         "cycles": cycles,
         "t_comp": t_comp,
@@ -234,6 +283,11 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         "t_out": t_out,
         "t_dram": t_dram,
         "t_halo": t_halo,
+        "t_reshard": np.zeros(1) if placed is None else np.asarray(t_reshard, dtype=np.float64),
+        "reshard_bytes": np.where(dram | (not hw.input_in_l1), 0.0, g["reshard_bytes"]),
+        "in_kept": np.zeros(1, dtype=bool) if placed is None else placed["in_keep"],
+        "out_kept": np.zeros(1, dtype=bool) if placed is None else placed["out_keep"],
+        "spilled": np.zeros(1, dtype=bool) if placed is None else placed["in_spill"] | placed["out_spill"],
         "dram_bytes": dram_bytes,
         "noc_w_bytes": cores_used * w_core,
         "noc_act_bytes": cores_used * act_recv,
@@ -243,6 +297,8 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         "paper_bytes": paper,
         "halo_buf": halo_buf,
         "act_cb": act_cb,
+        "act_db": adb,
+        "act_db_lost": x["adb"] & ~adb,
         "w_cb": w_cb,
         "out_shard": out_shard,
         "interm": interm,

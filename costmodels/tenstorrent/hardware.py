@@ -6,6 +6,8 @@ hardware-facts.md §4.1 and tenstorrent-conv2d.md.
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -51,6 +53,27 @@ class TensixHardware(BaseModel):
 
     energy: EnergyTable = Field(description="pJ per MAC by dtype and per byte by level, each with its source")
 
+    # Where the activations come from and go (issue #13). Placement options of one layer in a
+    # network, not chip facts: a request sets them as overrides; the defaults price a lone problem
+    # as before (input read from DRAM, output written to DRAM). `tenstorrent.cost` prices them.
+    input_in_l1: bool = Field(
+        default=False,
+        description="the input arrives L1-sharded (from the previous layer) instead of being read from DRAM",
+    )
+    input_layout: str = Field(
+        default="",
+        description="the layout the L1-sharded input arrives in (height/R, block/RxC, width/C); empty: the "
+        "mapping's own layout. A mapping of another layout pays a reshard over the NoC",
+    )
+    output_in_l1: bool = Field(
+        default=False, description="the output stays L1-sharded for the next layer instead of being written to DRAM"
+    )
+    l1_live_bytes: int = Field(
+        default=0,
+        ge=0,
+        description="L1 bytes per core held by other live tensors (residual branches) while the layer runs",
+    )
+
     @model_validator(mode="after")
     def _consistent(self) -> TensixHardware:
         self.energy.require(ENERGY_LEVELS, ())  # a number format without a figure costs the dearest MAC
@@ -64,6 +87,10 @@ class TensixHardware(BaseModel):
             raise ValueError("dst_tiles_fp32 cannot exceed dst_tiles (fp32 entries are twice as wide)")
         if len(set(self.fidelities)) != len(self.fidelities):
             raise ValueError("fidelities lists a fidelity twice")
+        if self.input_layout and not re.fullmatch(r"height/\d+|width/\d+|block/\d+x\d+", self.input_layout):
+            raise ValueError(f"input_layout {self.input_layout!r} is not height/R, block/RxC or width/C (or empty)")
+        if self.input_layout and math.prod(int(n) for n in re.findall(r"\d+", self.input_layout)) > self.cores:
+            raise ValueError(f"input_layout {self.input_layout} uses more cores than the {self.cores} of the grid")
         if self.l1_reserved_kib >= self.l1_kib:
             raise ValueError("l1_reserved_kib must leave some L1 free")
         return self

@@ -16,6 +16,7 @@ import numpy as np
 
 from costmodels.tenstorrent.cost import LAYOUT_FIELDS, MEMORIES, SUBBLOCKS
 from costmodels.tenstorrent.hardware import FIDELITIES, TensixHardware
+from costmodels.tenstorrent.reshard import reshard_matrix
 from costmodels.tenstorrent.shape import KINDS, TTShape, layout_stats
 
 #: ttnn's sub-block list as arrays over a trailing axis (`resolve_ranks`)
@@ -33,6 +34,7 @@ def layout_table(shape: TTShape, hw: TensixHardware, layouts: Sequence[str]) -> 
     most `block_limit` (the last one, 1, repeated past the end), the act_block_h a rank picks.
     """
     rows = []
+    reshard, moved = _reshard_columns(shape, hw, layouts)
     limit = block_limit(shape, hw)
     per = [block_divisors(layout_stats(shape, hw, str(lay)).pm_t, limit) for lay in layouts]
     divs = np.ones((len(layouts), max((len(d) for d in per), default=1)), dtype=np.int64)
@@ -41,7 +43,8 @@ def layout_table(shape: TTShape, hw: TensixHardware, layouts: Sequence[str]) -> 
         kind = KINDS.index(s.kind) if s.kind in KINDS else -1
         rows.append(
             (float(s.valid), float(s.split_ok), s.pm_t, s.pn_t, s.k_t, s.kblocks, s.halo_buffer_sticks,
-             s.halo_max_remote_sticks, s.halo_total_remote_sticks, s.stick_channels, kind, s.r, s.c)
+             s.halo_max_remote_sticks, s.halo_total_remote_sticks, s.stick_channels, kind, s.r, s.c, reshard[i],
+             moved[i])
         )  # fmt: skip
         d = per[i]
         divs[i] = d + (d[-1],) * (divs.shape[1] - len(d))
@@ -50,6 +53,22 @@ def layout_table(shape: TTShape, hw: TensixHardware, layouts: Sequence[str]) -> 
     out["fields"] = arr
     out["divs"] = divs
     return out
+
+
+def _reshard_columns(shape: TTShape, hw: TensixHardware, layouts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """(cycles, bytes) of resharding the input from `TensixHardware.input_layout` to each layout (zeros if unset)."""
+    zeros = np.zeros(len(layouts))
+    if not (hw.input_in_l1 and hw.input_layout):
+        return zeros, zeros
+    usable = [i for i, lay in enumerate(layouts) if layout_stats(shape, hw, str(lay)).valid]
+    if not usable or not layout_stats(shape, hw, hw.input_layout).valid:
+        return zeros, zeros
+    cyc, moved = reshard_matrix(
+        shape.in_sticks, shape.in_channels, shape.in_bytes, [hw.input_layout], [str(layouts[i]) for i in usable], hw
+    )
+    out_c, out_b = zeros.copy(), zeros.copy()
+    out_c[usable], out_b[usable] = cyc[0], moved[0]
+    return out_c, out_b
 
 
 def block_limit(shape: TTShape, hw: TensixHardware) -> int:

@@ -134,6 +134,13 @@ class TenstorrentTarget(FamilyTarget[TTPrepared]):
                 f"dram-interleaved: {int(a['kblocks'])} K blocks of {int(a['abw_t'])} tiles, weights re-read "
                 f"{int(a['nbh'])}x (once per output block along the rows)"
             )
+        if a["act_db_lost"]:
+            notes.append(
+                f"act double buffering requested but dropped: two {int(point['act_block_h'])}-row activation blocks "
+                f"do not fit L1 beside the other buffers (a smaller act_block_h keeps it)"
+            )
+        if hw.input_in_l1 or hw.output_in_l1:
+            notes.append(_placement_note(hw, a))
         return CostReport(
             cycles=cycles,
             clock_hz=hw.clock_hz,
@@ -142,7 +149,7 @@ class TenstorrentTarget(FamilyTarget[TTPrepared]):
             bytes={"dram": a["dram_bytes"], "noc": a["noc_w_bytes"] + a["noc_act_bytes"], "l1": a["l1_bytes"],
                    "halo": a["halo_bytes"], "noc_weights": a["noc_w_bytes"], "noc_activations": a["noc_act_bytes"]},
             breakdown={**stages, "reader": a["t_reader"], "act_broadcast": a["t_act"], "weights": a["t_w"],
-                       "writer": a["t_out"]},
+                       "writer": a["t_out"], "reshard": a["t_reshard"]},
             lower_bound_cycles=lb.cycles,
             offchip_bytes=a["dram_bytes"],
             footprint_bytes=a["footprint"],
@@ -167,6 +174,20 @@ class TenstorrentTarget(FamilyTarget[TTPrepared]):
 
     def render(self, problem: Problem, mapping: Mapping) -> str:
         return render_mapping(self.name, mapping)
+
+
+def _placement_note(hw: TensixHardware, a: dict[str, float]) -> str:
+    """Where this layer's input came from and its output went (network placement options, issue #13)."""
+    parts = []
+    if hw.input_in_l1:
+        src = f"L1 ({hw.input_layout or 'the mapping layout'})"
+        kept = "kept" if a["in_kept"] else "spilled to DRAM (does not fit L1 with the live tensors)"
+        parts.append(f"input from {src}: {kept}")
+        if a["t_reshard"] > 0:
+            parts.append(f"resharded over the NoC: {a['reshard_bytes']:.0f} B, {a['t_reshard']:.0f} cycles")
+    if hw.output_in_l1:
+        parts.append("output kept in L1" if a["out_kept"] else "output spilled to DRAM (does not fit L1)")
+    return "; ".join(parts)
 
 
 def make_target(preset: str, overrides: dict[str, Any]) -> TenstorrentTarget:

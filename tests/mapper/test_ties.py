@@ -1,0 +1,79 @@
+"""Ties between Tenstorrent strategies are reported and broken by less data moved, then fewer cores (issue #13)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from costmodels.registry import get_target
+from mapper.enumerate import ChunkPlan
+from mapper.search import tune
+from mapper.settings import SearchSettings
+from mapper.ties import TIE_TOLERANCE
+from workload.conv2d import conv2d
+
+# ResNet-50 layer1.0.conv1 at batch 16: DRAM-bound, so many grids reach the same DRAM floor
+CONV = conv2d(batch=16, in_channels=64, out_channels=64, input_height=56, input_width=56, kernel=1)
+T = get_target("wormhole-n150")
+
+
+@pytest.fixture(scope="module")
+def result():  # type: ignore[no-untyped-def]
+    return tune(CONV, T, SearchSettings(), validate=False)
+
+
+def _fastest() -> float:
+    """The whole space's fastest latency, enumerated here independently of the mapper."""
+    space = T.space(CONV)
+    plan = ChunkPlan(space, 1 << 16)
+    best = np.inf
+    for b0, b1 in plan.bounds():
+        s = T.score_codes(CONV, plan.codes(b0, b1))
+        best = min(best, float(np.where(s.feasible, s.objectives["latency"], np.inf).min()))
+    return best
+
+
+def test_tie_lists_each_strategy_within_half_a_percent(result) -> None:  # type: ignore[no-untyped-def]
+    fastest = _fastest()
+    assert len(result.ties) > 1
+    assert min(t.latency for t in result.ties) == pytest.approx(fastest, rel=1e-12)
+    assert all(t.latency <= fastest * (1 + TIE_TOLERANCE) for t in result.ties)
+    strategies = [(t.layout, t.memory) for t in result.ties]
+    assert len(set(strategies)) == len(strategies)  # the best of each distinct strategy, once
+    for t in result.ties[:5]:  # each entry is priced by the cost model itself
+        c = T.cost(CONV, T.mapping(CONV, t.point))
+        assert c.cycles / c.clock_hz == pytest.approx(t.latency, rel=1e-12)
+
+
+def test_tie_broken_by_less_data_moved_then_fewer_cores(result) -> None:  # type: ignore[no-untyped-def]
+    keys = [(t.data_moved, t.cores) for t in result.ties]
+    assert keys == sorted(keys)
+    win = result.ties[0]
+    assert win.chosen and not any(t.chosen for t in result.ties[1:])
+    assert result.point == win.point
+    assert result.values["latency"] == pytest.approx(win.latency, rel=1e-12)
+    assert any("less data moved, then fewer cores" in n for n in result.notes)
+    # not the enumeration order: a tied strategy earlier in the space's layout list lost
+    layouts = [str(c) for c in T.space(CONV).params[0].choices]
+    assert min(layouts.index(t.layout) for t in result.ties) < layouts.index(win.layout)
+
+
+@pytest.mark.parametrize("kernel", [1, 3])
+def test_the_tie_is_exactly_the_strategies_within_tolerance(kernel: int) -> None:
+    conv = conv2d(
+        batch=16, in_channels=64, out_channels=64, input_height=56, input_width=56, kernel=kernel, padding=kernel // 2
+    )
+    space = T.space(conv)
+    lay, mem = space.params[0].choices, next(p for p in space.params if p.name == "memory").choices
+    best = np.full((len(lay), len(mem)), np.inf)
+    plan = ChunkPlan(space, 1 << 16)
+    for b0, b1 in plan.bounds():
+        codes = plan.codes(b0, b1)
+        s = T.score_codes(conv, codes)
+        lat = np.where(s.feasible, s.objectives["latency"], np.inf)
+        np.minimum.at(best, (np.asarray(codes["layout"]), np.asarray(codes["memory"])), lat)
+    cut = best.min() * (1 + TIE_TOLERANCE)
+    expected = {(str(lay[i]), str(mem[j])) for i, j in zip(*np.nonzero(best <= cut), strict=True)}
+    r = tune(conv, T, SearchSettings(), validate=False)
+    assert {(t.layout, t.memory) for t in r.ties} == expected
+    assert r.point == r.ties[0].point
