@@ -131,18 +131,24 @@ def test_the_nest_names_the_memory_each_family_keeps_operands_in() -> None:
     assert row[3].endswith("in trf")  # B, the weight
 
 
-def test_the_latency_and_bytes_bars_carry_the_cost_report() -> None:
+def test_the_latency_bytes_and_energy_bars_carry_the_cost_report() -> None:
     r, _, _ = tuned("rngd")
-    assert r.cost is not None
+    c = r.cost
+    assert c is not None and c.stall_stack and c.energy_pj  # every family prices them since the energy work
     html = page("rngd")
     doc = parse(html)
-    lat = {row[0]: number(row[1]) for row in doc.table("latency").rows[1:]}
-    assert lat == pytest.approx(r.cost.breakdown, rel=1e-3)
-    byt = {row[0]: number(row[1]) for row in doc.table("bytes").rows[1:]}
-    assert byt == pytest.approx(r.cost.bytes, rel=1e-3)
+    lat = doc.table("latency").rows
+    assert lat[0] == ["", *c.stall_stack, "total"]
+    assert [number(x) for x in lat[1][1:-1]] == pytest.approx(list(c.stall_stack.values()), rel=1e-3)
+    assert number(lat[1][-1]) == pytest.approx(c.cycles, rel=1e-3)  # the stack sums to the latency
+    byt = {row[0]: number(row[-1]) for row in doc.table("bytes").rows[1:]}
+    assert byt == pytest.approx({lvl: b for lvl, b in c.bytes.items() if lvl in byt}, rel=1e-3)
+    assert set(byt) <= set(c.bytes)
+    en = {row[0]: number(row[-1]) for row in doc.table("energy").rows[1:]}
+    assert sum(en.values()) == pytest.approx(c.energy_pj, rel=1e-3)
     bars = svgs(html)["latency"]
-    assert len(ids(bars, "latency-bar-")) == len(r.cost.breakdown) and ids(bars, "latency-total")
-    assert "prices no energy" in html  # no family prices energy on this branch
+    assert len(ids(bars, "latency-bar-latency-")) == len(c.stall_stack) and ids(bars, "latency-total")
+    assert "prices no energy" not in html
 
 
 def test_the_convergence_trace_and_the_pareto_front_of_two_objectives() -> None:
