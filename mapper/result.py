@@ -134,6 +134,9 @@ class TuneResult(BaseModel):
     seconds: float = Field(description="time the search took (a cached result keeps the original figure)")
     cached: bool = False
     notes: list[str] = Field(default_factory=list)
+    trial_workers: dict[str, int] = Field(
+        default_factory=dict, description="trials each worker ran, when several workers shared the search's study"
+    )
 
     @property
     def feasible(self) -> bool:

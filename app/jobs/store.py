@@ -25,7 +25,7 @@ from sqlalchemy import Connection, Engine, create_engine, delete, event, func, i
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from app.jobs.models import FINISHED, Job, JobPage, JobProgress
-from app.jobs.tables import jobs, metadata, workers
+from app.jobs.tables import jobs, metadata, trial_tickets, workers
 from mapper.cache import open_storage
 
 #: bytes of finished jobs' results one process keeps in memory (see `JobStore.finished`)
@@ -411,6 +411,30 @@ class JobStore:
     def queue_depth(self) -> int:
         with self._tx() as c:
             return int(c.execute(select(func.count()).select_from(jobs).where(jobs.c.state == "queued")).scalar() or 0)
+
+    # ---- the trial budget of a shared search -------------------------------------------------
+
+    def open_tickets(self, job_id: str, budget: int) -> None:
+        """Set the trial budget of a shared search (again after a restart of its job: kept as it was)."""
+        try:
+            with self._tx(immediate=True) as c:
+                c.execute(insert(trial_tickets).values(job_id=job_id, budget=budget, taken=0))
+        except IntegrityError:
+            pass  # the job runs again (re-claimed): the trials already run keep their tickets
+
+    def take_ticket(self, job_id: str) -> bool:
+        """Take one trial of a shared search's budget; False once the budget is spent (atomic on both storages)."""
+        with self._tx(immediate=True) as c:
+            n = c.execute(
+                update(trial_tickets)
+                .where(trial_tickets.c.job_id == job_id, trial_tickets.c.taken < trial_tickets.c.budget)
+                .values(taken=trial_tickets.c.taken + 1)
+            ).rowcount
+        return n == 1
+
+    def tickets_taken(self, job_id: str) -> int:
+        with self._tx() as c:
+            return int(c.execute(select(trial_tickets.c.taken).where(trial_tickets.c.job_id == job_id)).scalar() or 0)
 
     def close(self) -> None:
         self.engine.dispose()

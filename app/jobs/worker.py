@@ -27,6 +27,7 @@ from app.jobs.fanout import run_workload
 from app.jobs.models import Job, JobProgress, TuningRequest
 from app.jobs.outage import call_through_outages, is_storage_outage
 from app.jobs.runner import execute, prepare
+from app.jobs.shared_study import run_helper, run_shared_search
 from app.jobs.store import JobStore, new_worker_id
 from app.settings import Settings
 from mapper.watch import Watch
@@ -113,7 +114,11 @@ class Worker:
         while True:
             try:
                 prep = prepare(TuningRequest.model_validate(job.request))
-                if prep.kind == "workload":
+                if job.kind == "trials":  # a helper of a search shared by several workers
+                    state, result, reason = run_helper(self, job, prep, pulse)
+                elif prep.kind == "tune" and prep.request.study_workers > 1:
+                    state, result, reason = run_shared_search(self, job, prep, pulse)
+                elif prep.kind == "workload":
                     state, result, reason = run_workload(self, job, prep, pulse)
                 else:
                     state, result, reason = execute(prep, self.settings.storage_url, pulse.watch)
