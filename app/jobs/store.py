@@ -10,6 +10,7 @@ asked). There is no scheduler beyond that claim.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -53,6 +54,11 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def etag_of(body: bytes) -> str:
+    """A strong ETag of a result's bytes (a finished result never changes, so it never goes stale)."""
+    return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+
+
 def new_worker_id() -> str:
     """host:pid:random, unique per worker process."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -71,6 +77,7 @@ class JobStore:
         # keeps the most recently read ones: repeated reads of results cost no database round trip
         self._finished: OrderedDict[str, tuple[Job, str | None]] = OrderedDict()
         self._finished_bytes = 0
+        self._bodies: dict[str, tuple[bytes, str]] = {}  # job id -> (result as sent, its ETag)
         self._finished_lock = threading.Lock()
 
     def _create_tables(self, tries: int = 5) -> None:
@@ -182,16 +189,25 @@ class JobStore:
                 self._finished.move_to_end(job_id)
             return hit
 
+    def finished_body(self, job_id: str) -> tuple[bytes, str] | None:
+        """A finished job's result as the bytes a response sends and their ETag, from memory (None: not kept)."""
+        with self._finished_lock:
+            return self._bodies.get(job_id)
+
     def _keep(self, job: Job, result: str | None) -> None:
-        size = len(result or "") + 2048
+        size = 2 * len(result or "") + 2048  # the text and its encoded bytes
         with self._finished_lock:
             if job.id in self._finished:
                 return
             self._finished[job.id] = (job, result)
+            if result is not None:
+                body = result.encode()
+                self._bodies[job.id] = (body, etag_of(body))
             self._finished_bytes += size
             while self._finished_bytes > FINISHED_CACHE_BYTES and len(self._finished) > 1:
-                _, (_, old) = self._finished.popitem(last=False)
-                self._finished_bytes -= len(old or "") + 2048
+                gone, (_, old) = self._finished.popitem(last=False)
+                self._bodies.pop(gone, None)
+                self._finished_bytes -= 2 * len(old or "") + 2048
 
     def active_of(self, client: str) -> int:
         """Jobs of a client that are queued or running."""
