@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
-from app.api import body_limit, errors
+from app.api import body_limit, errors, fast_reads
 from app.api.deps import Reader
 from app.api.routes import health, mappings, metrics, problems, targets, tunings, workloads
 from app.jobs.store import JobStore
@@ -48,11 +48,13 @@ def create_app(settings: Settings | None = None, on_shutdown: Callable[[], None]
     )
     app.state.settings = settings
     errors.install(app)
-    metrics.install(app)
     app.include_router(health.router)
     for module in (targets, workloads, problems, mappings, tunings):
         app.include_router(module.router, dependencies=[Reader])
     app.include_router(metrics.router)
+    # reads of finished results from memory, unless reads need a token (then every read goes through the routes)
+    fast_reads.install(app, settings.fast_reads and not (settings.tokens and settings.auth_reads))
+    metrics.install(app)
     body_limit.install(app, settings.max_body_bytes)
     return app
 

@@ -98,6 +98,6 @@ def serve(settings: Settings, *, open_browser: bool = True) -> None:
         # the workers stop with the app's shutdown: uvicorn re-raises SIGTERM once it has shut down, so
         # code after uvicorn.run would never run on a SIGTERM
         app = create_app(settings, on_shutdown=lambda: stop_workers(procs))
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info")
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="info", access_log=settings.access_log)
     finally:
         stop_workers(procs)

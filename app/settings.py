@@ -28,6 +28,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1 << 20, ge=1024, description="largest request body accepted (413 above)")
     heartbeat_seconds: float = Field(default=1.0, gt=0, le=60, description="how often a worker reports a running job")
     stale_seconds: float = Field(default=30.0, gt=0, description="a job not heartbeated for this long is re-queued")
+    access_log: bool = Field(default=True, description="uvicorn's access log, one line per request (costs CPU)")
+    fast_reads: bool = Field(
+        default=True, description="answer reads of finished results held in memory before routing (with ETags)"
+    )
     poll_seconds: float = Field(default=0.5, gt=0, le=10, description="how often idle workers and event streams look")
 
     # limits: exceeding one is a 4xx naming the limit and the setting that raises it

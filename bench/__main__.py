@@ -13,6 +13,7 @@ ALL = (
     "mapper_quality",
     "search_strategies",
     "health_latency",
+    "read_path",
 )
 
 

@@ -155,6 +155,9 @@ class TuneResult(BaseModel):
         description="Tenstorrent: the best of each strategy within 0.5% of the fastest, in tie-break order "
         "(less data moved, then fewer cores); the first is the reported mapping (mapper.ties)",
     )
+    trial_workers: dict[str, int] = Field(
+        default_factory=dict, description="trials each worker ran, when several workers shared the search's study"
+    )
 
     @property
     def feasible(self) -> bool:

@@ -1,5 +1,8 @@
 """Dependencies of the routes, as `Annotated` aliases (the FastAPI full-stack template's way).
 
+They are ``async def``: none of them blocks, and FastAPI runs a plain ``def`` dependency in the
+thread pool, a hop per dependency per request that the read path does not need.
+
 Authentication is optional: with ``TM_API_TOKENS`` set, creating or cancelling work needs
 ``Authorization: Bearer <token>`` (compared in constant time), and reads too when
 ``TM_AUTH_READS`` is true. A client is its token when it sends one, else its address: the unit of
@@ -23,12 +26,12 @@ bearer = HTTPBearer(auto_error=False, description="a token of TM_API_TOKENS (onl
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_store(request: Request) -> JobStore:
+async def get_store(request: Request) -> JobStore:
     store: JobStore = request.app.state.store
     return store
 
@@ -49,18 +52,18 @@ def _check_token(settings: Settings, creds: HTTPAuthorizationCredentials | None)
         raise Unauthorized("the bearer token is not one of this service's", hint="check TM_API_TOKENS")
 
 
-def require_writer(settings: SettingsDep, creds: Credentials) -> None:
+async def require_writer(settings: SettingsDep, creds: Credentials) -> None:
     """Creating or cancelling work: a token when the service has any."""
     _check_token(settings, creds)
 
 
-def require_reader(settings: SettingsDep, creds: Credentials) -> None:
+async def require_reader(settings: SettingsDep, creds: Credentials) -> None:
     """Reading: open unless TM_AUTH_READS asks for a token."""
     if settings.auth_reads:
         _check_token(settings, creds)
 
 
-def client_id(request: Request, creds: Credentials) -> str:
+async def client_id(request: Request, creds: Credentials) -> str:
     """Who is asking: a digest of the bearer token, else the peer address."""
     if creds is not None:
         return "token:" + hashlib.sha256(creds.credentials.encode()).hexdigest()[:16]

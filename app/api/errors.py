@@ -5,6 +5,7 @@
   target, an override out of range, a problem the target cannot run): 422 with ``token`` and
   ``hint`` members, the same words the CLI prints;
 - unknown job or target: 404; cancelling a finished job: 409; a body over the limit: 413;
+- the database unreachable (restarted, network gone): 503 with ``Retry-After``, saying to retry;
 - anything unexpected: 500 with a generic message (the log has the traceback, the client never).
 """
 
@@ -24,8 +25,10 @@ from fastapi_problem.error import (
     StatusProblem,
     UnprocessableProblem,
 )
-from fastapi_problem.handler import ExceptionHandler, add_exception_handler, new_exception_handler
+from fastapi_problem.handler import ExceptionHandler, Handler, add_exception_handler, new_exception_handler
+from optuna.exceptions import StorageInternalError
 from pydantic import ValidationError
+from sqlalchemy.exc import InterfaceError, OperationalError
 
 from workload.errors import ProblemError
 from workload.spec import FIELD_HINTS
@@ -69,6 +72,26 @@ class InternalError(ServerProblem):
 
     def __init__(self, detail: str | None = None, **kwargs: Any) -> None:  # never echo an internal message
         super().__init__("the service failed unexpectedly; its log has the details", **kwargs)
+
+
+class StorageUnavailable(StatusProblem):
+    title = "Storage unavailable"
+    status = 503
+
+    def __init__(self, detail: str | None = None, **kwargs: Any) -> None:
+        super().__init__(detail, headers={"Retry-After": str(RETRY_AFTER_SECONDS)}, **kwargs)
+
+
+class NotReady(StatusProblem):
+    title = "Not ready"
+    status = 503
+
+
+#: what a client is told to wait when the database is away (a restart takes seconds)
+RETRY_AFTER_SECONDS = 5
+
+#: the errors that mean the database cannot be reached (app.jobs.outage tells them apart the same way)
+STORAGE_OUTAGES = (OperationalError, InterfaceError, StorageInternalError)
 
 
 def _hint(err: dict[str, Any]) -> str:
@@ -138,14 +161,24 @@ def _problem_error(_eh: ExceptionHandler, _request: Request, exc: ProblemError) 
     return Unprocessable(exc.message, token=exc.token, hint=exc.hint or "see the problem format in the README")
 
 
+def _storage_outage(_eh: ExceptionHandler, _request: Request, exc: Exception) -> Problem:
+    log.warning("storage unreachable: %s: %s", type(exc).__name__, str(exc).splitlines()[0][:200] if str(exc) else "")
+    return StorageUnavailable(
+        f"the job database is unreachable ({type(exc).__name__}): the request was not completed",
+        hint=f"retry in {RETRY_AFTER_SECONDS} s; GET /v1/ready says when the storage is back",
+    )
+
+
 def install(app: FastAPI) -> None:
     """Answer every error of `app` with a problem detail."""
+    handlers: dict[type[Exception], Handler] = {ProblemError: _problem_error, ValidationError: _pydantic}
+    handlers |= dict.fromkeys(STORAGE_OUTAGES, _storage_outage)
     eh = new_exception_handler(
         logger=log,
         unhandled_wrappers={"default": InternalError},
-        handlers={ProblemError: _problem_error, ValidationError: _pydantic},
+        handlers=handlers,
         request_validation_handler=_request_validation,
     )
     add_exception_handler(app, eh)
-    for kind in (ProblemError, ValidationError):  # user errors: answered by the routing layer, never as a 500
+    for kind in (ProblemError, ValidationError, *STORAGE_OUTAGES):  # answered by the routing layer, never a 500
         app.add_exception_handler(kind, eh)

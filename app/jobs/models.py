@@ -21,7 +21,7 @@ from workload.spec import Conv2dSpec, EinsumSpec
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 JOB_STATES: tuple[str, ...] = ("queued", "running", "succeeded", "failed", "cancelled")
 FINISHED: tuple[str, ...] = ("succeeded", "failed", "cancelled")
-ResultKind = Literal["tune", "workload", "comparison"]
+ResultKind = Literal["tune", "workload", "comparison", "trials"]  # trials: a helper of a shared search
 
 
 class TuningRequest(BaseModel):
@@ -48,6 +48,11 @@ class TuningRequest(BaseModel):
     patience: int = Field(default=SearchSettings().patience, ge=0, le=100_000)
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     validate_result: bool = Field(default=True, alias="validate", description="run the executor on the best mapping")
+    study_workers: int = Field(
+        default=1, ge=1, le=64,
+        description="run this search's trials on one shared Optuna study from up to this many workers "
+        "(one problem, one target, one objective, strategy tpe or random); the budget is `trials` in all",
+    )  # fmt: skip
 
     @model_validator(mode="after")
     def _one_source_and_target(self) -> TuningRequest:
@@ -59,6 +64,13 @@ class TuningRequest(BaseModel):
             raise ValueError("give exactly one of target or targets")
         if self.targets is not None and len(set(self.targets)) != len(self.targets):
             raise ValueError("a target is listed twice in targets")
+        if self.study_workers > 1 and (
+            self.problem is None or self.targets is not None or len(self.objectives) != 1
+            or self.strategy not in ("tpe", "random")
+        ):  # fmt: skip
+            raise ValueError(
+                "study_workers > 1 needs one problem, one target, one objective and strategy tpe or random"
+            )
         return self
 
     @property
@@ -94,6 +106,8 @@ class TuningRequest(BaseModel):
             "settings": self.search_settings().model_dump(mode="json"),
             "validate": self.validate_result,
         }
+        if self.study_workers > 1:  # a shared search is not the seeded single-worker one (keys of others unchanged)
+            payload["study_workers"] = self.study_workers
         return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 

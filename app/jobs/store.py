@@ -10,6 +10,7 @@ asked). There is no scheduler beyond that claim.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -25,7 +26,7 @@ from sqlalchemy import Connection, Engine, create_engine, delete, event, func, i
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from app.jobs.models import FINISHED, Job, JobPage, JobProgress
-from app.jobs.tables import jobs, metadata, workers
+from app.jobs.tables import jobs, metadata, trial_tickets, workers
 from mapper.cache import open_storage
 
 #: bytes of finished jobs' results one process keeps in memory (see `JobStore.finished`)
@@ -53,6 +54,11 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def etag_of(body: bytes) -> str:
+    """A strong ETag of a result's bytes (a finished result never changes, so it never goes stale)."""
+    return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+
+
 def new_worker_id() -> str:
     """host:pid:random, unique per worker process."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -71,6 +77,7 @@ class JobStore:
         # keeps the most recently read ones: repeated reads of results cost no database round trip
         self._finished: OrderedDict[str, tuple[Job, str | None]] = OrderedDict()
         self._finished_bytes = 0
+        self._bodies: dict[str, tuple[bytes, str]] = {}  # job id -> (result as sent, its ETag)
         self._finished_lock = threading.Lock()
 
     def _create_tables(self, tries: int = 5) -> None:
@@ -182,16 +189,25 @@ class JobStore:
                 self._finished.move_to_end(job_id)
             return hit
 
+    def finished_body(self, job_id: str) -> tuple[bytes, str] | None:
+        """A finished job's result as the bytes a response sends and their ETag, from memory (None: not kept)."""
+        with self._finished_lock:
+            return self._bodies.get(job_id)
+
     def _keep(self, job: Job, result: str | None) -> None:
-        size = len(result or "") + 2048
+        size = 2 * len(result or "") + 2048  # the text and its encoded bytes
         with self._finished_lock:
             if job.id in self._finished:
                 return
             self._finished[job.id] = (job, result)
+            if result is not None:
+                body = result.encode()
+                self._bodies[job.id] = (body, etag_of(body))
             self._finished_bytes += size
             while self._finished_bytes > FINISHED_CACHE_BYTES and len(self._finished) > 1:
-                _, (_, old) = self._finished.popitem(last=False)
-                self._finished_bytes -= len(old or "") + 2048
+                gone, (_, old) = self._finished.popitem(last=False)
+                self._bodies.pop(gone, None)
+                self._finished_bytes -= 2 * len(old or "") + 2048
 
     def active_of(self, client: str) -> int:
         """Jobs of a client that are queued or running."""
@@ -411,6 +427,30 @@ class JobStore:
     def queue_depth(self) -> int:
         with self._tx() as c:
             return int(c.execute(select(func.count()).select_from(jobs).where(jobs.c.state == "queued")).scalar() or 0)
+
+    # ---- the trial budget of a shared search -------------------------------------------------
+
+    def open_tickets(self, job_id: str, budget: int) -> None:
+        """Set the trial budget of a shared search (again after a restart of its job: kept as it was)."""
+        try:
+            with self._tx(immediate=True) as c:
+                c.execute(insert(trial_tickets).values(job_id=job_id, budget=budget, taken=0))
+        except IntegrityError:
+            pass  # the job runs again (re-claimed): the trials already run keep their tickets
+
+    def take_ticket(self, job_id: str) -> bool:
+        """Take one trial of a shared search's budget; False once the budget is spent (atomic on both storages)."""
+        with self._tx(immediate=True) as c:
+            n = c.execute(
+                update(trial_tickets)
+                .where(trial_tickets.c.job_id == job_id, trial_tickets.c.taken < trial_tickets.c.budget)
+                .values(taken=trial_tickets.c.taken + 1)
+            ).rowcount
+        return n == 1
+
+    def tickets_taken(self, job_id: str) -> int:
+        with self._tx() as c:
+            return int(c.execute(select(trial_tickets.c.taken).where(trial_tickets.c.job_id == job_id)).scalar() or 0)
 
     def close(self) -> None:
         self.engine.dispose()

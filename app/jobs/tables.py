@@ -52,3 +52,13 @@ workers = Table(
     Column("seen_at", Float, nullable=False),
     Column("job_id", String(32), nullable=True),
 )
+
+#: the trial budget of a search shared by several workers (`app.jobs.shared_study`): each fresh trial takes a
+#: ticket with one conditional UPDATE (``taken < budget``), so the workers together run exactly the budget
+trial_tickets = Table(
+    "tm_trial_tickets",
+    metadata,
+    Column("job_id", String(32), primary_key=True),
+    Column("budget", Integer, nullable=False),
+    Column("taken", Integer, nullable=False, default=0),
+)

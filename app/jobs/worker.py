@@ -5,6 +5,11 @@ While a job runs, a pulse thread writes the job's heartbeat and progress every
 its `Watch` and stops within a trial or an enumeration chunk. A worker told to stop (SIGTERM,
 Ctrl-C) stops its search the same way and gives the job back to the queue. A worker that dies
 stops heartbeating; after `stale_seconds` the next claim re-queues its job.
+
+A storage outage (the database restarted) kills neither the worker nor the job: claims, the
+result's recording and the job itself are tried again with a back-off once the database answers
+(`app.jobs.outage`); a job whose run met the outage is run again from its start, and its
+searches answer from the result cache what they had already stored.
 """
 
 from __future__ import annotations
@@ -14,12 +19,15 @@ import os
 import signal
 import threading
 import traceback
+from collections.abc import Callable
 
 from pydantic import ValidationError
 
 from app.jobs.fanout import run_workload
 from app.jobs.models import Job, JobProgress, TuningRequest
+from app.jobs.outage import call_through_outages, is_storage_outage
 from app.jobs.runner import execute, prepare
+from app.jobs.shared_study import run_helper, run_shared_search
 from app.jobs.store import JobStore, new_worker_id
 from app.settings import Settings
 from mapper.watch import Watch
@@ -38,6 +46,7 @@ class Pulse:
         self.stopping = stopping  # the worker is shutting down: stop the search, give the job back
         self.watch = Watch(progress=self._progress, cancel=self._should_stop)
         self._done = threading.Event()
+        self._failing = False  # the last beat met a storage outage
         self._thread = threading.Thread(target=self._beat, name=f"pulse-{job_id[:8]}", daemon=True)
 
     def _progress(self, done: int, total: int, best: float | None) -> None:
@@ -52,8 +61,16 @@ class Pulse:
                 if self.store.pulse(self.job_id, self.worker, self.progress):
                     self.cancel.set()
                 self.store.worker_seen(self.worker, self.job_id)
-            except Exception:  # the database is away for a moment: keep searching, beat again later
-                log.warning("heartbeat of job %s failed; retrying", self.job_id, exc_info=True)
+                if self._failing:
+                    log.info("heartbeat of job %s: the storage answers again", self.job_id)
+                self._failing = False
+            except Exception as e:  # the database is away for a moment: keep searching, beat again later
+                if not is_storage_outage(e):
+                    log.warning("heartbeat of job %s failed; retrying", self.job_id, exc_info=True)
+                elif not self._failing:  # one line per outage, not one traceback per beat
+                    log.warning("heartbeat of job %s: storage unreachable (%s); beating on", self.job_id,
+                                type(e).__name__)  # fmt: skip
+                self._failing = is_storage_outage(e)
 
     def __enter__(self) -> Pulse:
         self._thread.start()
@@ -86,28 +103,64 @@ class Worker:
         log.info("worker %s runs job %s (%s)", self.id, job.id, job.summary)
         with Pulse(self.store, job.id, self.id, self.settings.heartbeat_seconds, self.stopping) as pulse:
             self._run(job, pulse)
-        return self.store.get(job.id)
+        try:
+            return self.store.get(job.id)
+        except Exception as e:
+            if not is_storage_outage(e):
+                raise
+            return job  # ended, but the storage went away again before it could be read back
 
     def _run(self, job: Job, pulse: Pulse) -> None:
-        try:
-            prep = prepare(TuningRequest.model_validate(job.request))
-            if prep.kind == "workload":
-                state, result, reason = run_workload(self, job, prep, pulse)
-            else:
-                state, result, reason = execute(prep, self.settings.storage_url, pulse.watch)
-        except (ProblemError, ValidationError) as e:
-            self.store.finish(job.id, self.id, state="failed", error=str(e), progress=pulse.progress)
-            return
-        except Exception as e:  # a defect: record it on the job, keep the worker alive
-            log.error("job %s failed:\n%s", job.id, traceback.format_exc())
-            self.store.finish(
-                job.id, self.id, state="failed", error=f"{type(e).__name__}: {e}", progress=pulse.progress
-            )
-            return
+        while True:
+            try:
+                prep = prepare(TuningRequest.model_validate(job.request))
+                if job.kind == "trials":  # a helper of a search shared by several workers
+                    state, result, reason = run_helper(self, job, prep, pulse)
+                elif prep.kind == "tune" and prep.request.study_workers > 1:
+                    state, result, reason = run_shared_search(self, job, prep, pulse)
+                elif prep.kind == "workload":
+                    state, result, reason = run_workload(self, job, prep, pulse)
+                else:
+                    state, result, reason = execute(prep, self.settings.storage_url, pulse.watch)
+                break
+            except (ProblemError, ValidationError) as e:
+                self._finish(job, pulse, state="failed", error=str(e))
+                return
+            except Exception as e:
+                if is_storage_outage(e) and not self.stopping.is_set():
+                    # the database went away mid-job: wait for it, then run the job again (its finished
+                    # searches answer from the result cache); the heartbeat keeps the claim meanwhile
+                    log.warning("job %s met a storage outage (%s); running it again once the storage answers",
+                                job.id, type(e).__name__)  # fmt: skip
+                    try:
+                        call_through_outages(self.stopping, f"job {job.id}", self.store.ping)
+                    except Exception:
+                        return  # stopping while the database is away: the claim goes stale, the job is re-queued
+                    continue
+                if is_storage_outage(e):
+                    return  # stopping: as above
+                log.error("job %s failed:\n%s", job.id, traceback.format_exc())  # a defect: on the job
+                self._finish(job, pulse, state="failed", error=f"{type(e).__name__}: {e}")
+                return
         if self.stopping.is_set() and not pulse.cancel.is_set() and state == "cancelled":
-            self.store.release(job.id, self.id)  # shutting down, not cancelled: another worker takes it
+            # shutting down, not cancelled: another worker takes it
+            self._stored(f"release of job {job.id}", self.store.release, job.id, self.id)
             return
-        self.store.finish(job.id, self.id, state=state, result=result, stop_reason=reason, progress=pulse.progress)
+        self._finish(job, pulse, state=state, result=result, stop_reason=reason)
+
+    def _finish(self, job: Job, pulse: Pulse, **outcome: str | None) -> None:
+        """Record the job's end, through storage outages (given up only when the worker is stopping: the
+        claim then goes stale and the job is re-queued)."""
+        self._stored(f"recording job {job.id}", self.store.finish, job.id, self.id, progress=pulse.progress,
+                     **outcome)  # fmt: skip
+
+    def _stored(self, what: str, fn: Callable[..., object], *args: object, **kw: object) -> None:
+        try:
+            call_through_outages(self.stopping, what, fn, *args, **kw)
+        except Exception as e:
+            if not is_storage_outage(e):
+                raise
+            log.warning("worker %s stops with %s not done: the storage is unreachable", self.id, what)
 
     def run(self, parent_pid: int | None = None) -> None:
         """Take jobs until `stopping` is set (or, given `parent_pid`, until that parent is gone: a worker
@@ -118,10 +171,10 @@ class Worker:
                 if parent_pid is not None and os.getppid() != parent_pid:
                     log.info("worker %s: its server (pid %d) is gone; exiting", self.id, parent_pid)
                     break
-                try:
-                    job = self.run_once()
-                except Exception:  # database outage: wait and try again (pool_pre_ping reconnects)
-                    log.warning("worker %s cannot reach the storage; retrying", self.id, exc_info=True)
+                try:  # through storage outages with a back-off (pool_pre_ping reconnects)
+                    job = call_through_outages(self.stopping, f"worker {self.id}", self.run_once)
+                except Exception:
+                    log.warning("worker %s: claiming a job failed; retrying", self.id, exc_info=True)
                     job = None
                 if job is None:
                     self.stopping.wait(self.settings.poll_seconds)

@@ -7,8 +7,11 @@ import time
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from sqlalchemy.engine import make_url
 
-from app.api.deps import StoreDep
+from app.api.deps import SettingsDep, StoreDep
+from app.api.errors import NotReady
+from app.api.schemas_engine import problem_responses
 
 router = APIRouter(prefix="/v1", tags=["service"])
 
@@ -25,6 +28,14 @@ class Readiness(BaseModel):
     checked_at: float
 
 
+def storage_name(url: str) -> str:
+    """The job database in words, without credentials: which database on which host, or which file."""
+    u = make_url(url)
+    if u.get_backend_name() == "sqlite":
+        return f"the embedded SQLite database {u.database}"
+    return f"the {u.get_backend_name()} database {u.database!r} at {u.host}:{u.port or 5432}"
+
+
 @router.get("/health", response_model=Health, summary="Liveness: the API process answers")
 def health() -> Health:
     """Answers without touching the database, so it stays fast while searches run."""
@@ -35,10 +46,13 @@ def health() -> Health:
     "/ready",
     response_model=Readiness,
     summary="Readiness: storage reachable and workers alive",
-    responses={503: {"model": Readiness, "description": "storage unreachable or no worker seen recently"}},
+    responses=problem_responses(
+        {503: "a problem detail: the storage is unreachable or no worker was seen recently (members as in 200)"}
+    ),
 )
-def ready(store: StoreDep) -> JSONResponse:
-    """200 when the database answers and at least one worker heartbeated recently, else 503 saying which."""
+def ready(store: StoreDep, settings: SettingsDep) -> Readiness | JSONResponse:
+    """200 when the database answers and at least one worker heartbeated recently, else a 503 problem detail
+    saying which (with the same members as the 200 body)."""
     try:
         store.ping()
         live = len(store.live_workers())
@@ -49,4 +63,15 @@ def ready(store: StoreDep) -> JSONResponse:
     body = Readiness(
         ready=storage == "ok" and live > 0, storage=storage, workers=live, queued=queued, checked_at=time.time()
     )
-    return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)
+    if body.ready:
+        return body
+    where = storage_name(settings.storage_url)
+    if storage != "ok":
+        detail = f"{where} is unreachable ({storage.removeprefix('unreachable: ')})"
+        hint = "start the database server or fix TM_STORAGE; jobs resume when it answers"
+    else:
+        detail = f"no worker has reported within {settings.stale_seconds:g} s (storage: {where})"
+        hint = "start one with `mapper worker` on the same TM_STORAGE, or `mapper serve --workers N`"
+    # answered, not raised: a 503 here is a state to report, not an error for the log
+    problem = {"type": "not-ready", "title": NotReady.title, "status": 503, "detail": detail, "hint": hint}
+    return JSONResponse(problem | body.model_dump(), status_code=503, media_type="application/problem+json")

@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Depends, Path, Query, Response
+from fastapi import APIRouter, Body, Depends, Header, Path, Query, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
@@ -19,11 +19,12 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from app.api.deps import ClientDep, SettingsDep, StoreDep, Writer
 from app.api.errors import Conflict, NotFound
 from app.api.examples import TUNING_EXAMPLES
+from app.api.fast_reads import etag_matches
 from app.api.limits import check_client_quota, check_request_limits
 from app.jobs.models import FINISHED, Job, JobPage, JobState, TuningRequest
 from app.jobs.report_html import job_report_html
 from app.jobs.runner import ComparisonResult, cached_result, prepare, request_json
-from app.jobs.store import JobStore
+from app.jobs.store import JobStore, etag_of
 from app.settings import Settings
 from mapper.result import TuneResult
 from mapper.workloads import WorkloadResult
@@ -147,18 +148,30 @@ def cancel_tuning(job: JobDep, store: StoreDep) -> Job:
     operation_id="get_tuning_result",
     summary="The full result of a finished job",
     responses={
+        304: {"description": "not modified: the result still has the ETag sent in If-None-Match"},
         409: {"description": "the job has no result (yet): see its state"},
         404: {"description": "no such job"},
     },
 )
-async def get_result(job: JobDep, store: StoreDep) -> Response:
-    """`TuneResult` for a problem, `WorkloadResult` for a workload, `{rows: [...]}` for a comparison."""
+async def get_result(
+    job: JobDep, store: StoreDep, if_none_match: Annotated[str | None, Header(include_in_schema=False)] = None
+) -> Response:
+    """`TuneResult` for a problem, `WorkloadResult` for a workload, `{rows: [...]}` for a comparison.
+
+    A finished result carries an ETag (it never changes): send it back in If-None-Match for a 304."""
     hit = store.finished(job.id)
     raw = hit[1] if hit is not None else await run_in_threadpool(store.result, job.id)
     if raw is None:
         why = job.error if job.state == "failed" else f"the job is {job.state}"
         raise Conflict(f"job {job.id} has no result: {why}")
-    return Response(raw, media_type="application/json")
+    if job.state not in FINISHED:  # a running comparison's partial rows: no ETag, they change
+        return Response(raw, media_type="application/json")
+    body = raw.encode()
+    etag = etag_of(body)
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if if_none_match is not None and etag_matches(if_none_match, etag):
+        return Response(status_code=304, headers=headers)
+    return Response(body, media_type="application/json", headers=headers)
 
 
 @router.get(
