@@ -54,7 +54,7 @@ def test_seeded_search_repeats_exactly_when_one_run_is_slowed() -> None:
         slow = tune(BIG, TimedTarget(overhead=2e-3, per_point=2e-5), s, validate=False)
         assert fast.strategy == slow.strategy == "tpe" and fast.stop_reason == slow.stop_reason
         assert fast.scorer_rate is not None and slow.scorer_rate is not None  # measured, for information
-        assert slow.scorer_rate < fast.scorer_rate / 2
+        assert slow.scorer_rate < fast.scorer_rate  # the slowed run measured slower (by how much depends on the load)
         assert fast.point == slow.point and fast.values == slow.values and fast.trace == slow.trace
         assert fast.counts == slow.counts and fast.inner_points == slow.inner_points
 
