@@ -10,7 +10,7 @@ from fastapi_offline import FastAPIOffline
 
 from app.api import body_limit, errors
 from app.api.deps import Reader
-from app.api.routes import health, mappings, metrics, problems, targets, tunings, workloads
+from app.api.routes import health, mappings, metrics, models, problems, targets, tunings, workloads
 from app.jobs.store import JobStore
 from app.settings import Settings
 
@@ -50,10 +50,10 @@ def create_app(settings: Settings | None = None, on_shutdown: Callable[[], None]
     errors.install(app)
     metrics.install(app)
     app.include_router(health.router)
-    for module in (targets, workloads, problems, mappings, tunings):
+    for module in (targets, workloads, problems, mappings, tunings, models):
         app.include_router(module.router, dependencies=[Reader])
     app.include_router(metrics.router)
-    body_limit.install(app, settings.max_body_bytes)
+    body_limit.install(app, settings.max_body_bytes, settings.max_model_bytes)
     return app
 
 
