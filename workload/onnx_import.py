@@ -36,7 +36,7 @@ UINT8, ...) is skipped, the reason naming the type. Every other operator is skip
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -523,19 +523,30 @@ def _check(model: onnx.ModelProto) -> onnx.ModelProto:
         ) from None
 
 
-def import_onnx(data: bytes, *, params: dict[str, int] | None = None, name: str = "") -> ImportedModel:
+def import_onnx(
+    data: bytes, *, params: dict[str, int] | None = None, name: str = "", ops: Collection[str] | None = None
+) -> ImportedModel:
     """The Conv, MatMul, Gemm, Einsum and reduction nodes of an ONNX model as problems (module docstring).
 
     Args:
         data: the ``.onnx`` file's bytes.
         params: a size for every dynamic dimension (``dim_param``) of the graph's inputs, e.g. ``{"batch": 16}``.
         name: the network's name (default: the graph's name).
+        ops: import only nodes of these operator types (e.g. ``{"Conv", "MatMul"}``); the others are skipped.
 
     Raises:
         ProblemError: not an ONNX model, too large, invalid (checker), shapes that cannot be inferred, a
             dynamic dimension not given (naming it and how to give it) or one the model does not have.
     """
     params = dict(params or {})
+    if ops is not None:
+        unknown = sorted(set(ops) - set(CONVERTERS))
+        if unknown:
+            raise ProblemError(
+                f"operator {unknown[0]!r} is not one the import turns into problems",
+                token=unknown[0],
+                hint=f"choose among {', '.join(CONVERTERS)}",
+            )
     model = _parse(data)
     external = _detach_external(model)
     _set_params(model, params)
@@ -551,6 +562,9 @@ def import_onnx(data: bytes, *, params: dict[str, int] | None = None, name: str 
             node_name = f"{node_name}#{i}"
         seen[node_name] = i
         convert = CONVERTERS.get(node.op_type) if node.domain in ("", "ai.onnx") else None
+        if convert is not None and ops is not None and node.op_type not in ops:
+            skipped.append(SkippedNode(node=node_name, op_type=node.op_type, reason=f"not among ops {sorted(ops)}"))
+            continue
         if convert is None:
             where = f" (domain {node.domain})" if node.domain not in ("", "ai.onnx") else ""
             skipped.append(

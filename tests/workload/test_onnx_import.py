@@ -284,3 +284,14 @@ def test_node_count_is_limited() -> None:
     nodes = [helper.make_node("Relu", ["x" if i == 0 else f"t{i}"], [f"t{i + 1}"]) for i in range(MAX_NODES + 1)]
     with pytest.raises(ProblemError, match="nodes; at most"):
         import_onnx(model(nodes, [("x", FLOAT, [1])], [(f"t{MAX_NODES + 1}", FLOAT, [1])]))
+
+
+def test_ops_imports_only_the_chosen_operators_and_rejects_unknown_ones() -> None:
+    w = rand(4, 4)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="fc"), helper.make_node("ReduceSum", ["h"], ["y"])]
+    data = model(nodes, [("x", FLOAT, [2, 4])], [("y", FLOAT, [1, 1])], {"w": w})
+    m = import_onnx(data, ops={"ReduceSum"})
+    assert [layer.op_type for layer in m.layers] == ["ReduceSum"]
+    assert m.skipped[0].node == "fc" and "not among ops ['ReduceSum']" in m.skipped[0].reason
+    with pytest.raises(ProblemError, match="'Relu' is not one the import turns into problems"):
+        import_onnx(data, ops={"Relu"})
