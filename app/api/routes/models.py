@@ -210,9 +210,10 @@ async def create_model_tuning(
         tuning = TuningRequest.model_validate(body)
     except ValidationError as e:
         first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "request"
         raise Unprocessable(
-            f"invalid {'.'.join(str(x) for x in first['loc']) or 'request'}: {first['msg']}",
-            field="target",
-            hint="see GET /v1/targets",
+            f"invalid {where}: {str(first['msg']).removeprefix('Value error, ')}",
+            field=where,
+            hint="see GET /v1/targets for target names" if "target" in where else "see the query parameters at /docs",
         ) from None
     return await run_in_threadpool(create_tuning, tuning, store, settings, response, client)
