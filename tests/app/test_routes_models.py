@@ -125,3 +125,18 @@ def test_a_model_a_target_cannot_run_whole_names_the_layer(client: TestClient) -
     assert r.status_code == 422 and "layer tiny/pool: trn2 cannot run" in r.json()["detail"]
     none = client.post("/v1/models/tunings?target=trn2&op=Conv", content=data, headers=ONNX)
     assert none.status_code == 422 and "no layer to tune (skipped: ReduceMax x1)" in none.json()["detail"]
+
+
+def test_the_console_examples_answer(client: TestClient) -> None:
+    spec = client.get("/openapi.json").json()["paths"]
+    target = spec["/v1/models/tunings"]["post"]["parameters"][0]
+    assert target["name"] == "target"
+    targets = next(iter(target["examples"].values()))["value"]
+    for ctype in ("application/json", "application/yaml"):
+        for path in ("/v1/models/layers", "/v1/models/tunings"):
+            (example,) = spec[path]["post"]["requestBody"]["content"][ctype]["examples"].values()
+            value = example["value"]
+            data = json.dumps(value) if ctype == "application/json" else value
+            r = client.post(path, params={"target": targets} if path.endswith("tunings") else {},
+                            content=data.encode(), headers={"content-type": ctype})  # fmt: skip
+            assert r.status_code in ((200,) if path.endswith("layers") else (200, 202)), (path, ctype, r.text)

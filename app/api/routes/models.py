@@ -174,7 +174,13 @@ async def create_model_tuning(
     response: Response,
     client: ClientDep,
     target: Annotated[
-        list[str], Query(min_length=1, max_length=16, description="target preset; several: a comparison")
+        list[str],
+        Query(
+            min_length=1,
+            max_length=16,
+            description="target preset (GET /v1/targets); several: a comparison",
+            openapi_examples={"trn2": {"summary": "AWS Trainium 2", "value": ["trn2"]}},
+        ),
     ],
     param: ParamQuery = [],  # noqa: B006
     op: OpQuery = [],  # noqa: B006
