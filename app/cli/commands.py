@@ -42,6 +42,7 @@ from app.cli.running import end_of_job, follow_job, run_in_process
 from app.client import ApiClient, ClientError
 from mapper.display import generic_table
 from mapper.settings import OBJECTIVES, STRATEGIES, SearchSettings
+from workload.spec import spec_from_dict
 
 app = typer.Typer(
     add_completion=False,
@@ -168,9 +169,11 @@ def tune(
                 body.update({"layers": specs, "name": name})
             else:
                 assert specs is not None
-                if len(specs) != 1:
-                    raise UsageError(f"{name} holds {len(specs)} problems; a server tunes one problem or a workload")
-                body["problem"] = specs[0]
+                if len(specs) == 1:
+                    body["problem"] = specs[0]
+                else:  # several problems are a network's layers, as in-process (kind inferred here)
+                    layer_specs = [spec_from_dict(x).model_dump(mode="json") for x in specs]
+                    body.update({"layers": layer_specs, "name": name})
             job = client.submit(body)
     if server:
         job_id = str(job["id"])

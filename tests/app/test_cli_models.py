@@ -128,3 +128,18 @@ def test_an_onnx_model_on_the_server_is_one_workload_job(
     out = json.loads(res.stdout)
     assert out["workload"] == "tiny" and [lay["label"] for lay in out["layers"]] == ["tiny/conv1", "tiny/fc"]
     assert all(r["validation_passed"] for r in out["results"].values()) and out["layer_workers"]
+
+
+def test_a_problem_file_with_several_problems_is_one_network_job_on_the_server(
+    tmp_path: Path, client: TestClient, running_worker: Worker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(app.cli.common, "make_client", lambda url, token=None: ApiClient(url, http=client, token=token))
+    path = tmp_path / "two.json"
+    two = [{"expr": "mk,kn->mn", "sizes": {"m": 16, "k": 32, "n": n}, "label": f"fc{n}"} for n in (8, 16)]
+    path.write_text(json.dumps(two))
+    res = runner.invoke(
+        cli, ["tune", "--file", str(path), "--target", "trn2", "--json", "--server", "http://testserver"]
+    )
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["workload"] == "two.json" and [lay["label"] for lay in out["layers"]] == ["fc8", "fc16"]
