@@ -40,6 +40,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, helper, numpy_helper
@@ -497,8 +498,6 @@ def _graph(model: onnx.ModelProto, external: set[str]) -> Graph:
             if "value" in attrs and math.prod(attrs["value"].t.dims) <= 64:
                 constants[node.output[0]] = numpy_helper.to_array(attrs["value"].t)
             elif "value_ints" in attrs:
-                import numpy as np
-
                 constants[node.output[0]] = np.array(list(attrs["value_ints"].ints))
     return Graph(types=types, constants=constants, initializers={i.name for i in graph.initializer} | external)
 

@@ -295,3 +295,21 @@ def test_ops_imports_only_the_chosen_operators_and_rejects_unknown_ones() -> Non
     assert m.skipped[0].node == "fc" and "not among ops ['ReduceSum']" in m.skipped[0].reason
     with pytest.raises(ProblemError, match="'Relu' is not one the import turns into problems"):
         import_onnx(data, ops={"Relu"})
+
+
+def test_reduction_axes_from_a_constant_node_and_a_computed_axes_input_is_skipped() -> None:
+    x = rand(3, 4)
+    nodes = [
+        helper.make_node("Constant", [], ["ax"], value_ints=[1]),
+        helper.make_node("ReduceSum", ["x", "ax"], ["s"], keepdims=0, name="sum"),
+        helper.make_node("Shape", ["x"], ["shp"]),
+        helper.make_node("Slice", ["shp", "ax", "two"], ["ax2"]),
+        helper.make_node("ReduceMin", ["x", "ax2"], ["m"], name="computed"),
+    ]
+    two = np.array([2], np.int64)
+    data = model(nodes, [("x", FLOAT, [3, 4])], [("s", FLOAT, [3]), ("m", FLOAT, ["a", "b"])], {"two": two}, opset=18)
+    m = import_onnx(data)
+    (layer,) = m.layers
+    assert layer.node == "sum" and np.allclose(evaluate(layer.problem.to_problem(), [x]), x.sum(axis=1), atol=1e-5)
+    computed = next(s for s in m.skipped if s.node == "computed")
+    assert computed.reason == "its axes input is not a constant"
