@@ -313,3 +313,11 @@ def test_reduction_axes_from_a_constant_node_and_a_computed_axes_input_is_skippe
     assert layer.node == "sum" and np.allclose(evaluate(layer.problem.to_problem(), [x]), x.sum(axis=1), atol=1e-5)
     computed = next(s for s in m.skipped if s.node == "computed")
     assert computed.reason == "its axes input is not a constant"
+
+
+def test_gemm_trans_a_reads_the_stored_transposed_operand() -> None:
+    a, b = rand(6, 4), rand(6, 5)
+    node = helper.make_node("Gemm", ["a", "b"], ["y"], transA=1)
+    (layer,) = import_onnx(model([node], [("a", FLOAT, [6, 4]), ("b", FLOAT, [6, 5])], [("y", FLOAT, [4, 5])])).layers
+    assert layer.problem.expr == "A[k, m], B[k, n] -> Y[m, n]" and not layer.notes
+    assert np.allclose(evaluate(layer.problem.to_problem(), [a, b]), a.T @ b, atol=1e-4)
