@@ -10,7 +10,7 @@ from fastapi_offline import FastAPIOffline
 
 from app.api import body_limit, errors, fast_reads
 from app.api.deps import Reader
-from app.api.routes import health, mappings, metrics, problems, targets, tunings, workloads
+from app.api.routes import health, mappings, metrics, models, problems, targets, tunings, workloads
 from app.jobs.store import JobStore
 from app.settings import Settings
 
@@ -49,13 +49,13 @@ def create_app(settings: Settings | None = None, on_shutdown: Callable[[], None]
     app.state.settings = settings
     errors.install(app)
     app.include_router(health.router)
-    for module in (targets, workloads, problems, mappings, tunings):
+    for module in (targets, workloads, problems, mappings, tunings, models):
         app.include_router(module.router, dependencies=[Reader])
     app.include_router(metrics.router)
     # reads of finished results from memory, unless reads need a token (then every read goes through the routes)
     fast_reads.install(app, settings.fast_reads and not (settings.tokens and settings.auth_reads))
     metrics.install(app)
-    body_limit.install(app, settings.max_body_bytes)
+    body_limit.install(app, settings.max_body_bytes, settings.max_model_bytes)
     return app
 
 

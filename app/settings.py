@@ -26,6 +26,9 @@ class Settings(BaseSettings):
     )
     workers: int = Field(default=1, ge=0, le=64, description="worker processes `mapper serve` starts beside the API")
     max_body_bytes: int = Field(default=1 << 20, ge=1024, description="largest request body accepted (413 above)")
+    max_model_bytes: int = Field(
+        default=64 << 20, ge=1024, le=1 << 30, description="largest model upload on /v1/models/ (ONNX or layer list)"
+    )
     heartbeat_seconds: float = Field(default=1.0, gt=0, le=60, description="how often a worker reports a running job")
     stale_seconds: float = Field(default=30.0, gt=0, description="a job not heartbeated for this long is re-queued")
     access_log: bool = Field(default=True, description="uvicorn's access log, one line per request (costs CPU)")

@@ -23,9 +23,11 @@ from mapper.cache import ResultCache, TargetFactory, answers, resolve_factory
 from mapper.keys import cache_key, cost_model_version, problem_hash
 from mapper.layout_plan import NetworkPlan, plan_layouts
 from mapper.result import TuneResult
-from mapper.search import tune
+from mapper.search import check_request, tune
 from mapper.settings import SearchSettings
 from mapper.watch import Watch
+from workload.errors import ProblemError
+from workload.imported import ImportedModel
 from workload.problem import Problem
 
 
@@ -74,6 +76,18 @@ class WorkloadResult(BaseModel):
     )
 
 
+def check_layer(problem: Problem, index: int, target: Target, settings: SearchSettings) -> None:
+    """`mapper.search.check_request` for one layer of a network, its error naming the layer."""
+    try:
+        check_request(problem, target, settings)
+    except ProblemError as e:
+        hint = e.hint or (
+            "leave such layers out: tune another target, or import only the operators it runs "
+            "(--op Conv --op MatMul, ops=[...], ?op=...)"
+        )
+        raise ProblemError(f"layer {problem.label or index}: {e.message}", token=e.token, hint=hint) from None
+
+
 def _tune_json(
     problem: Problem,
     preset: str,
@@ -120,6 +134,8 @@ def tune_layers(
     first: dict[str, int] = {}
     for i, h in enumerate(hashes):
         first.setdefault(h, i)
+    for i in first.values():  # before any search, naming the layer a target cannot run
+        check_layer(problems[i], i, target, settings)
     results: dict[str, TuneResult] = {}
     todo: list[tuple[str, Problem]] = []
     for h, i in first.items():
@@ -248,3 +264,15 @@ def tune_workload(
     from workload.named import load
 
     return tune_layers(load(name, **(params or {})), preset, settings, name=name, **kwargs)
+
+
+def tune_model(
+    model: ImportedModel, preset: str, settings: SearchSettings | None = None, **kwargs: Any
+) -> WorkloadResult:
+    """Tune every layer of a network of one's own: an ONNX import (`workload.import_onnx`) or a layer list
+    (`workload.load_layers`), like a named workload; keyword arguments as `tune_layers`.
+
+    Raises:
+        ProblemError: the model has no layer, or an unknown target.
+    """
+    return tune_layers(model.problems(), preset, settings, name=model.name, **kwargs)

@@ -59,6 +59,11 @@ class TooMany(StatusProblem):
     status = 429
 
 
+class UnsupportedMediaType(StatusProblem):
+    title = "Unsupported media type"
+    status = 415
+
+
 class Unauthorized(StatusProblem):
     title = "Unauthorized"
     status = 401

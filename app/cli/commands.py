@@ -28,12 +28,21 @@ from app.cli.common import (
     _note,
     _user_errors,
 )
-from app.cli.inputs import _pairs, _targets, _yaml_value, parse_overrides, read_problem_file, spec_from_flags
+from app.cli.inputs import (
+    _pairs,
+    _targets,
+    _yaml_value,
+    parse_overrides,
+    read_network,
+    read_problem_file,
+    spec_from_flags,
+)
 from app.cli.output import finish
 from app.cli.running import end_of_job, follow_job, run_in_process
 from app.client import ApiClient, ClientError
 from mapper.display import generic_table
 from mapper.settings import OBJECTIVES, STRATEGIES, SearchSettings
+from workload.spec import spec_from_dict
 
 app = typer.Typer(
     add_completion=False,
@@ -51,7 +60,17 @@ def tune(
     conv: Annotated[str | None, typer.Option(help='conv2d, e.g. "batch=1,in=64,out=64,h=56,w=56,k=3,s=1,p=1"')] = None,
     file: Annotated[Path | None, typer.Option(help="JSON/YAML problem file (one problem or a list)")] = None,
     workload: Annotated[str | None, typer.Option(help="named workload, e.g. resnet50")] = None,
-    param: Annotated[list[str], typer.Option(help="workload parameter name=value (repeatable)")] = [],  # noqa: B006
+    onnx: Annotated[
+        Path | None, typer.Option(help="ONNX model: every Conv, MatMul, Gemm, Einsum and reduction is a layer")
+    ] = None,
+    layers: Annotated[Path | None, typer.Option(help="layer-list file: JSON/YAML list of problem specs")] = None,
+    op: Annotated[
+        list[str], typer.Option(help="with --onnx: import only these operators, e.g. Conv,MatMul (repeatable)")
+    ] = [],  # noqa: B006
+    param: Annotated[
+        list[str],
+        typer.Option(help="workload parameter, or an ONNX model's dynamic dimension, name=value (repeatable)"),
+    ] = [],  # noqa: B006
     dtype: Annotated[str, typer.Option(help="input dtype (bfloat8_b, bfloat4_b: Tenstorrent only)")] = "bf16",
     weight: Annotated[str | None, typer.Option(help="weight input (index or name)")] = None,
     reduce_op: Annotated[str, typer.Option(help="add | mul | max | min (einsum problems)")] = "add",
@@ -94,9 +113,9 @@ def tune(
     ] = None,
 ) -> None:
     """Find the best mapping of a problem (or every layer of a workload) on one target or several."""
-    sources = [x for x in (einsum, conv, file, workload) if x]
+    sources = [x for x in (einsum, conv, file, workload, onnx, layers) if x]
     if len(sources) != 1:
-        _fail("give exactly one of --einsum, --conv, --file or --workload")
+        _fail("give exactly one of --einsum, --conv, --file, --workload, --onnx or --layers")
     with _user_errors():
         targets = _targets(target)
         bl.parse_tolerance(tolerance)
@@ -117,15 +136,24 @@ def tune(
         overrides = parse_overrides(override, targets)
         specs: list[Any] | None = None
         wl: tuple[str, dict[str, Any]] | None = None
-        if workload:
+        network = None
+        if onnx is not None or layers is not None:
+            network = read_network(onnx, layers, param, op)
+            _note(network.summary())
+            specs, name = [layer.problem.model_dump(mode="json") for layer in network.layers], network.name
+            if not specs:
+                network.problems()  # the error: nothing to tune, and what was skipped
+        elif workload:
             wl = (workload, {k: _yaml_value("--param", k, v) for k, v in _pairs(param, "--param").items()})
             name = workload
         elif file is not None:
             specs, name = read_problem_file(file), file.name
         else:
             specs, name = [spec_from_flags(einsum, size, conv, dtype, weight, reduce_op, out_dtype)], "tuning"
-        if param and not workload:
-            raise UsageError("--param goes with --workload")
+        if op and not onnx:
+            raise UsageError("--op goes with --onnx")
+        if param and not (workload or onnx):
+            raise UsageError("--param goes with --workload or --onnx")
         comparison = len(targets) > 1
         if server:
             client = common.make_client(server, token)
@@ -142,11 +170,15 @@ def tune(
             body.update({"targets": targets} if comparison else {"target": targets[0]})
             if wl is not None:
                 body.update({"workload": wl[0], "params": wl[1]})
+            elif network is not None:
+                body.update({"layers": specs, "name": name})
             else:
                 assert specs is not None
-                if len(specs) != 1:
-                    raise UsageError(f"{name} holds {len(specs)} problems; a server tunes one problem or a workload")
-                body["problem"] = specs[0]
+                if len(specs) == 1:
+                    body["problem"] = specs[0]
+                else:  # several problems are a network's layers, as in-process (kind inferred here)
+                    layer_specs = [spec_from_dict(x).model_dump(mode="json") for x in specs]
+                    body.update({"layers": layer_specs, "name": name})
             job = client.submit(body)
     if server:
         job_id = str(job["id"])
@@ -164,7 +196,9 @@ def tune(
         return
     with _user_errors():
         try:
-            rows = run_in_process(specs, wl, name, targets, settings, overrides, storage, workers, validate)
+            rows = run_in_process(
+                specs, wl, name, targets, settings, overrides, storage, workers, validate, network=network is not None
+            )
         except ImportError as e:
             raise UsageError(f"a target is not available in this build ({e})") from None
         except KeyboardInterrupt:

@@ -12,6 +12,9 @@ import yaml
 
 from app.cli.common import MAX_FILE_BYTES, MAX_NESTING, UsageError
 
+if typing.TYPE_CHECKING:
+    from workload.imported import ImportedModel
+
 CONV_KEYS = {
     "batch": "batch",
     "n": "batch",
@@ -156,6 +159,29 @@ def read_problem_file(path: Path) -> list[Any]:
     if not items:
         raise UsageError(f"{path} holds an empty list: give a problem or a list of problems")
     return items
+
+
+def read_network(onnx: Path | None, layers: Path | None, params: list[str], ops: list[str]) -> ImportedModel:
+    """The layers of ``--onnx FILE`` (dynamic dimensions from ``--param name=size``) or ``--layers FILE``."""
+    from workload.layer_list import MAX_LAYER_LIST_BYTES, load_layers
+    from workload.onnx_import import MAX_MODEL_BYTES, import_onnx
+
+    path = onnx if onnx is not None else layers
+    assert path is not None
+    limit = MAX_MODEL_BYTES if onnx is not None else MAX_LAYER_LIST_BYTES
+    try:
+        if path.stat().st_size > limit:
+            raise UsageError(f"{path} is {path.stat().st_size:,} bytes; at most {limit:,} are read")
+        raw = path.read_bytes()
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+    if onnx is None:
+        if params or ops:
+            raise UsageError("--param and --op go with --onnx (a layer list has fixed sizes and chosen layers)")
+        return load_layers(raw, name=path.name)
+    sizes = {k: _int(k, v) for k, v in _pairs(params, "--param").items()}
+    chosen = {o.strip() for item in ops for o in item.split(",") if o.strip()} or None
+    return import_onnx(raw, params=sizes, name=path.stem, ops=chosen)
 
 
 @cache

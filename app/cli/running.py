@@ -42,8 +42,13 @@ def run_in_process(
     storage: str | None,
     workers: int | None,
     validate: bool,
+    *,
+    network: bool = False,
 ) -> list[Row]:
-    """Tune each target in this process; in a comparison a target that fails gives a row with its error."""
+    """Tune each target in this process; in a comparison a target that fails gives a row with its error.
+
+    With `network` the specs are a whole network's layers (an ONNX import or a layer list): a workload
+    result even when it has one layer."""
     from mapper.cache import resolve_factory, tune_cached
     from mapper.workloads import tune_layers
     from workload.spec import problem_from_dict
@@ -55,7 +60,7 @@ def run_in_process(
     else:
         assert specs is not None
         problems = [problem_from_dict(s) for s in specs]
-    many = workload is not None or len(problems) > 1
+    many = workload is not None or network or len(problems) > 1
     for t in targets:  # unknown targets and bad overrides are usage errors, before any search
         resolve_factory(None)(t, overrides)
     rows: list[Row] = []

@@ -35,6 +35,8 @@ def queue_layers(worker: Worker, job: Job, prep: Prepared) -> dict[str, str]:
     out: dict[str, str] = {}
     for h, i in first.items():
         child = prep.request.model_copy(update={"layer": i})
+        if child.layers is not None:  # a layer of one's own network is its problem (no copy of every layer)
+            child = child.model_copy(update={"layers": None, "name": None, "layer": None, "problem": child.layers[i]})
         cprep = prepare(child)
         layer_job, _ = worker.store.submit(
             key=cprep.key, kind="tune", summary=cprep.summary, targets=child.target_list,
@@ -95,7 +97,7 @@ def run_workload(worker: Worker, job: Job, prep: Prepared, pulse: Pulse) -> tupl
     req = prep.request
     target = req.target_list[0]
     result = tune_layers(
-        prep.problems, target, prep.settings, name=str(req.workload), overrides=prep.overrides,
+        prep.problems, target, prep.settings, name=str(req.network), overrides=prep.overrides,
         storage=worker.settings.storage_url, workers=1, validate=req.validate_result,
         watch=Watch(cancel=lambda: cancelled),
     )  # fmt: skip

@@ -1,6 +1,7 @@
 """What a client sends to start a tuning and what it reads back about the job.
 
-A `TuningRequest` names one problem (the README's problem format) or a named workload, one target
+A `TuningRequest` names one problem (the README's problem format), a named workload or a network's
+layers (an imported ONNX model or a layer list: problem specs), one target
 or several (several make a comparison, one row per target), and the search settings. Its `key`
 is a content hash of everything that decides the answer (canonical problem, workload parameters,
 targets, overrides, each target's cost-model version, search settings, validate flag), so an
@@ -11,11 +12,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from mapper.settings import SearchSettings, Strategy
+from workload.layer_list import MAX_LAYERS
 from workload.spec import Conv2dSpec, EinsumSpec
 
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
@@ -36,6 +38,14 @@ class TuningRequest(BaseModel):
     layer: int | None = Field(
         default=None, ge=0, description="one layer of the workload, by index (a workload job's sub-jobs use it)"
     )
+    layers: list[Annotated[EinsumSpec | Conv2dSpec, Field(discriminator="kind")]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_LAYERS,
+        description="a network of your own instead: its layers as problem specs (POST /v1/models/layers gives them "
+        "for an ONNX model or a layer list), tuned like a workload",
+    )
+    name: str | None = Field(default=None, min_length=1, max_length=200, description="the network's name, with layers")
     target: str | None = Field(default=None, description="one target preset (see GET /v1/targets)")
     targets: list[str] | None = Field(
         default=None, min_length=1, max_length=16, description="several presets: a comparison, one row per target"
@@ -56,10 +66,14 @@ class TuningRequest(BaseModel):
 
     @model_validator(mode="after")
     def _one_source_and_target(self) -> TuningRequest:
-        if (self.problem is None) == (self.workload is None):
-            raise ValueError("give exactly one of problem or workload")
-        if (self.params or self.layer is not None) and self.workload is None:
-            raise ValueError("params and layer go with a workload")
+        if sum(x is not None for x in (self.problem, self.workload, self.layers)) != 1:
+            raise ValueError("give exactly one of problem or workload (or layers)")
+        if self.params and self.workload is None:
+            raise ValueError("params go with a workload")
+        if self.layer is not None and self.workload is None and self.layers is None:
+            raise ValueError("layer goes with a workload or layers")
+        if self.name is not None and self.layers is None:
+            raise ValueError("name goes with layers")
         if (self.target is None) == (self.targets is None):
             raise ValueError("give exactly one of target or targets")
         if self.targets is not None and len(set(self.targets)) != len(self.targets):
@@ -76,6 +90,13 @@ class TuningRequest(BaseModel):
     @property
     def target_list(self) -> list[str]:
         return list(self.targets) if self.targets is not None else [str(self.target)]
+
+    @property
+    def network(self) -> str | None:
+        """The name of the whole network this request tunes (a workload or layers), None for one problem."""
+        if self.layers is not None:
+            return self.name or "layers"
+        return self.workload
 
     @property
     def comparison(self) -> bool:
@@ -98,6 +119,7 @@ class TuningRequest(BaseModel):
         payload: dict[str, Any] = {
             "problems": problem_hashes,
             "workload": None if one_layer else self.workload,
+            **({"name": self.name} if self.layers is not None and not one_layer else {}),
             "params": {} if one_layer else self.params,
             "targets": self.target_list,
             "comparison": self.comparison,

@@ -22,7 +22,7 @@ from mapper.result import TuneResult
 from mapper.search import check_request
 from mapper.settings import SearchSettings
 from mapper.watch import Watch
-from mapper.workloads import WorkloadResult, tune_layers
+from mapper.workloads import WorkloadResult, check_layer, tune_layers
 from workload.errors import ProblemError
 from workload.problem import Problem
 
@@ -63,13 +63,16 @@ def _problems(request: TuningRequest) -> list[Problem]:
         return [request.problem.to_problem()]
     from workload.named import load
 
-    assert request.workload is not None
-    layers = load(request.workload, **request.params)
+    if request.layers is not None:
+        layers = [spec.to_problem() for spec in request.layers]
+    else:
+        assert request.workload is not None
+        layers = load(request.workload, **request.params)
     if request.layer is None:
         return layers
     if request.layer >= len(layers):
         raise ProblemError(
-            f"workload {request.workload} has {len(layers)} layers", token="layer", hint=f"use 0..{len(layers) - 1}"
+            f"workload {request.network} has {len(layers)} layers", token="layer", hint=f"use 0..{len(layers) - 1}"
         )
     return [layers[request.layer]]
 
@@ -90,8 +93,11 @@ def prepare(request: TuningRequest) -> Prepared:
         target = get_target(name, dict(request.overrides))
         versions[name] = cost_model_version(target)
         try:
-            for p in distinct:
-                check_request(p, target, settings)
+            for i, p in enumerate(distinct):
+                if request.network is None:
+                    check_request(p, target, settings)
+                else:
+                    check_layer(p, i, target, settings)
         except ProblemError as e:
             if not request.comparison:
                 raise
@@ -99,10 +105,10 @@ def prepare(request: TuningRequest) -> Prepared:
     if unsupported and len(unsupported) == len(request.target_list):
         first = next(iter(unsupported.values()))
         raise ProblemError(f"no requested target can answer: {first}", token="targets", hint="choose other targets")
-    whole = request.workload is not None and request.layer is None
+    whole = request.network is not None and request.layer is None
     kind: ResultKind = "comparison" if request.comparison else ("workload" if whole else "tune")
     if whole:
-        what = f"{request.workload} {request.params or ''}".strip()
+        what = f"{request.network} {request.params or ''}".strip()
     else:
         what = f"{problems[0].label}: {problems[0].summary()}" if problems[0].label else problems[0].summary()
     summary = f"{what} on {', '.join(request.target_list)}"
@@ -112,7 +118,7 @@ def prepare(request: TuningRequest) -> Prepared:
 
 def cached_result(prep: Prepared, storage: str) -> str | None:
     """The whole answer from the result cache, when every part of it is there (single problems only)."""
-    if prep.request.workload is not None and prep.request.layer is None:
+    if prep.request.network is not None and prep.request.layer is None:
         return None
     cache = ResultCache(storage)
     rows: list[ComparisonRow] = []
@@ -133,9 +139,9 @@ def cached_result(prep: Prepared, storage: str) -> str | None:
 
 def _one(prep: Prepared, name: str, storage: str, watch: Watch | None) -> TuneResult | WorkloadResult:
     req = prep.request
-    if prep.kind == "workload" or (prep.kind == "comparison" and req.workload is not None and req.layer is None):
+    if prep.kind == "workload" or (prep.kind == "comparison" and req.network is not None and req.layer is None):
         return tune_layers(
-            prep.problems, name, prep.settings, name=str(req.workload), overrides=prep.overrides, storage=storage,
+            prep.problems, name, prep.settings, name=str(req.network), overrides=prep.overrides, storage=storage,
             workers=1, validate=req.validate_result, watch=watch,
         )  # fmt: skip
     return tune_cached(
