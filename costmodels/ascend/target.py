@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from costmodels.ascend import cost as cc
+from costmodels.ascend.bounds import box, cube_structure_bound
 from costmodels.ascend.hardware import AscendHardware
 from costmodels.ascend.mapping import cube_mapping, vector_mapping
 from costmodels.ascend.render import render_mapping
@@ -78,6 +79,16 @@ class AscendTarget(FamilyTarget[Prepared]):
             what = f"one {hw.vector_repeat_bytes} B repeat per cycle on {hw.aiv_cores} vector cores"
         reason = f"compute ({what}) bound" if comp >= mem else "HBM bound (minimum bytes at the aggregate rate)"
         return LowerBound(cycles=max(comp, mem), compute_cycles=comp, memory_cycles=mem, reason=reason)
+
+    def structure_bound(self, problem: Problem, fixed_choices: dict[str, Choice]) -> float:
+        """Seconds no feasible point with these fixed choices can beat (ascend/bounds.py; `StructureBounded`)."""
+        prep = self.prepared(problem)
+        if prep.reasons:
+            return 0.0
+        if problem.is_binary:
+            return cube_structure_bound(prep, fixed_choices)
+        box(prep, fixed_choices)  # the same errors for choices outside the space
+        return self.lower_bound(problem).cycles / self.hardware.clock_hz
 
     # ---- point level ------------------------------------------------------------------------
     @staticmethod
