@@ -109,6 +109,9 @@ def main(argv: list[str] | None = None) -> None:
             searched.append(float(a["search_s"]))  # type: ignore[arg-type]
             proven_all += 1
             proven_n += bool(a["proven"])
+            if a["latency"] is None:
+                print(f"{name:14s} {p.label:28s} {a['points']:>9,} nothing feasible in the space ({a['stop']})")
+                continue
             line = (
                 f"{name:14s} {p.label:28s} {a['points']:>9,} {a['latency']:>10.4g} {a['roofline']:>6.3f} "
                 f"{a['stop']:>15s} {'yes' if a['proven'] else 'no':>6s} {a['search_s']:>6.2f}s {a['total_s']:>6.2f}s "
