@@ -146,6 +146,8 @@ class AscendTarget(FamilyTarget[Prepared]):
                 "inputs L2-resident: MTE2 at the L2 rate" if self._cube(problem).l2_resident else "MTE2 at HBM rate",
                 "FIX overlaps compute" if pick["fix_overlap"] else "FIX serialised (one accumulator set fills L0C)",
             )
+            if pick["b_resident"]:
+                notes += ("block loops B-resident: N blocks outermost, each B chunk stays in L1 across the M blocks",)
             peak_cycles = lb.compute_cycles
         else:
             breakdown = {k: pick[k] for k in ("vector", "mte2", "mte3", "hbm")}

@@ -51,7 +51,9 @@ def test_b_stays_in_l1_across_m_blocks_when_that_moves_fewer_bytes(preset: str) 
     assert b_resident < a_resident
     mapping = t.mapping(p, point)
     assert t.check(p, mapping) == []
-    assert t.cost(p, mapping).bytes["gm"] == b_resident
+    report = t.cost(p, mapping)
+    assert report.bytes["gm"] == b_resident
+    assert any(n.startswith("block loops B-resident") for n in report.notes)
     assert _block_axes(t, p, point) == ["n", "m"]  # N outermost: B stays while M runs
     assert coverage_errors(p, mapping) == []
 
@@ -66,7 +68,9 @@ def test_a_stays_in_l1_across_n_blocks_when_that_moves_fewer_bytes(preset: str) 
     a_resident = 32 * a_chunk + 32 * 2 * b_chunk
     b_resident = 32 * 2 * a_chunk + 2 * b_chunk
     assert a_resident < b_resident
-    assert t.cost(p, t.mapping(p, point)).bytes["gm"] == a_resident
+    report = t.cost(p, t.mapping(p, point))
+    assert report.bytes["gm"] == a_resident
+    assert not any(n.startswith("block loops B-resident") for n in report.notes)
     assert _block_axes(t, p, point) == ["m", "n"]
 
 
