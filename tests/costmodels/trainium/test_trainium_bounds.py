@@ -1,6 +1,6 @@
 """The Trainium structure bound (costmodels/trainium/bounds.py): admissible on many random problems and
 structures, tighter than the whole problem's roofline where the fixed choices cost more, and what
-branch and bound uses to prove an optimum while scoring less than the whole space."""
+branch and bound prunes by, with a certificate that holds whether or not the budget ends first."""
 
 from __future__ import annotations
 
