@@ -12,6 +12,7 @@ ALL = (
     "tenstorrent_resnet50",
     "mapper_quality",
     "search_strategies",
+    "heldout_shapes",
     "health_latency",
     "read_path",
 )

@@ -2,9 +2,10 @@
 
 Kept in its own module rather than `costmodels.protocol` on purpose: the cost-model version of a
 result (`mapper.keys.cost_model_version`) digests the shared modules a family imports, and an
-optional method no family implements yet must not change every family's version (and so every
-cached result and benchmark optimum). A family that implements the hook needs no import: the
-protocol is structural (`isinstance(target, StructureBounded)` checks for the method).
+optional method must not change the version of the families that do not implement it (and so
+their cached results and benchmark optima). A family that implements the hook needs no import: the
+protocol is structural (`isinstance(target, StructureBounded)` checks for the method). Trainium
+(`costmodels/trainium/bounds.py`) and Ascend (`costmodels/ascend/bounds.py`) implement it.
 """
 
 from __future__ import annotations

@@ -12,11 +12,34 @@ hardware-facts.md §3.2 (Ascend A2/A3, A5):
    the L0C holds the ``l1_m x l1_n`` accumulators of one L1 output block;
 3. cube time ``6 + r*(m'/16)*(k'/k0)*(n'/16)`` per TMATMUL;
 4. MTE1 ``bytes_A/rate_L0A + bytes_B/rate_L0B``, MTE2 GM->L1 at the HBM (or L2) rate per core,
-   FIX L0C->GM at the PTO rate;
+   FIX L0C->GM at the PTO rate; the GM bytes of the block loops in the better of their two orders
+   (**Block loop order** below);
 5. per core: the sum of the pipes without double buffering; with it, the slowest pipe plus one
    step of the others (pipeline fill), FIX overlapping only if two accumulator sets fit in L0C
    and the overlap is faster;
 6. ``max`` over cores (the uniform split prices the busiest core) and the aggregate HBM check.
+
+**Block loop order** (issue #12): A-resident or B-resident, whichever moves fewer GM bytes.
+A core's output blocks are visited by two loops, over its M blocks (with the batch blocks) and
+over its N blocks. TMATMUL constrains only its three tiles (pto-tmatmul.txt, Constraints: tile
+locations Left/Right/Acc, their shapes, m/k/n in [1, 4095]), not the order in which output blocks
+are computed: that is a schedule choice (hardware-facts.md §3.2 step 6 cites PTO's "N-swizzle /
+M-zigzag" block orders). When K fits one L1 chunk (``nk == 1``) the chunk of the operand whose
+loop is outer stays in L1 while the inner loop runs:
+
+- A-resident (N innermost): A loads ``blocks_m``, B loads ``steps`` (one per block);
+- B-resident (N outermost): A loads ``steps``, B loads ``bnb`` = N blocks x batch blocks (a B
+  without batch axes has one batch block).
+
+With several K chunks every block reloads both (``steps`` each), so the orders cost the same.
+Both orders hold the same buffers (one A chunk, one B chunk: L1, L0 and the footprint are equal)
+and run the same TMATMULs, so they differ only in the GM bytes ``gm_core``. Every objective is
+nondecreasing in ``gm_core`` with the rest fixed (MTE2 time ``gm_core / rate`` enters the per-core
+time through ``max``, sums and ``top + (three - top) / steps`` with ``steps >= 1``; the off-chip
+bytes are ``max(min_bytes, cores x (gm_core + out))``). So the order with fewer GM bytes is at least
+as good in latency, off-chip bytes and footprint, and offering the other as a choice could never
+help: the model takes the better order at every point (ties: A-resident) instead of doubling the
+space, and `cube_mapping` writes the block loops in that order.
 """
 
 from __future__ import annotations
@@ -85,8 +108,12 @@ def _pipes(c: CubeConsts, f: Arrays) -> Arrays:
     tiles = f["tiles_m"] * f["lknk"] * f["tiles_n"]  # TMATMULs per core
     blocks = f["blocks_m"] * f["bn"]
     steps = blocks * f["nk"]
-    a_loads = np.maximum(steps * f["kmulti"], f["blocks_m"])  # A stays in L1 across N blocks when K fits one chunk
-    gm_core = a_loads * f["ach"] + steps * f["bch"]
+    # when K fits one L1 chunk, one operand's chunk stays in L1 across the other's blocks: A across N
+    # blocks (A-resident) or B across M blocks (B-resident); the better order (**Block loop order** above)
+    refetch = steps * f["kmulti"]
+    a_resident = np.maximum(refetch, f["blocks_m"]) * f["ach"] + steps * f["bch"]
+    b_resident = steps * f["ach"] + np.maximum(refetch, f["bnb"]) * f["bch"]
+    gm_core = np.minimum(a_resident, b_resident)
     out_bytes = f["bo_m"] * f["bo_n"]  # blocks x output block bytes
     return {
         "tiles": tiles,
@@ -98,6 +125,7 @@ def _pipes(c: CubeConsts, f: Arrays) -> Arrays:
         "steps": steps,
         "gm_core": gm_core,
         "out_bytes": out_bytes,
+        "b_resident": b_resident < a_resident,
     }
 
 
@@ -131,7 +159,7 @@ def cube_model(c: CubeConsts, f: Arrays) -> Arrays:
     offchip, cores_used = _offchip(c, f, p)
     hbm = offchip / c.hbm_rate
     return {
-        **{k: p[k] for k in ("cube", "mte2", "mte1", "fix", "tiles", "blocks", "gm_core", "out_bytes")},
+        **{k: p[k] for k in ("cube", "mte2", "mte1", "fix", "tiles", "blocks", "gm_core", "out_bytes", "b_resident")},
         "hbm": hbm,
         "core": core,
         "cycles": np.maximum(core, hbm),
@@ -164,7 +192,7 @@ def cube_scores(c: CubeConsts, f: Arrays, energy: EnergyPricer | None = None) ->
     temporaries are the bulk of the memory touched, and fresh memory is what costs the most.
     """
     p = _pipes(c, f)
-    # p["tiles"] is kept: the energy model counts the L0A/L0B tiles
+    del p["b_resident"]  # reported only; p["tiles"] is kept: the energy model counts the L0A/L0B tiles
     acc = f["acc_m"] * f["acc_n"]
     core, _ = _core(c, f, p, acc)
     offchip, cores_used = _offchip(c, f, p)

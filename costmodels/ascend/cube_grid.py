@@ -205,11 +205,16 @@ def _slab(
     # _pipes
     np.multiply(g["tiles_m"] * g["lknk"], g["tiles_n"], out=t)  # tiles
     np.multiply(g["blocks"], g["nk"], out=s)  # steps
-    np.multiply(s, g["kmulti"], out=a)
-    np.maximum(a, g["blocks_m"], out=a)  # a_loads
+    np.multiply(s, g["kmulti"], out=y)  # refetch
+    np.maximum(y, g["blocks_m"], out=a)
     np.multiply(a, g["ach"], out=a)
     np.multiply(s, g["bch"], out=b)
-    np.add(a, b, out=a)  # gm_core
+    np.add(a, b, out=a)  # a_resident
+    np.maximum(y, g["bnb"], out=b)
+    np.multiply(b, g["bch"], out=b)
+    np.multiply(s, g["ach"], out=x)
+    np.add(x, b, out=x)  # b_resident
+    np.minimum(a, x, out=a)  # gm_core
     np.multiply(t, c.head + g["u"] * g["v"], out=x)  # cube
     np.multiply(t, g["a1"] + g["b1"], out=t)  # mte1
     np.divide(a, c.mte2_rate, out=b)  # mte2

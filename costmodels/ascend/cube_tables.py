@@ -18,7 +18,8 @@ each other as they are and a grid over them is in `CUBE_ORDER` too. Tables (dims
   (base_k, base_n, l1_k, l1_n): the same for B;
 - (base_m, l1_m) and (base_n, l1_n): the accumulator rows ``l1_m*m'*4`` and columns ``l1_n*n'``;
 - (base_m, l1_m, core_grid) and (base_n, l1_n, core_grid): blocks, tiles, output bytes and
-  cores along M (with the batch split of the grid folded in) and along N; (core_grid): whether
+  cores along M (with the batch split of the grid folded in) and along N, and the N blocks times
+  the batch blocks (``bnb``: B's loads when it stays in L1); (core_grid): whether
   the grid fits the AI cores;
 - (base_k, l1_k): K chunks; (double_buffer): the ping-pong factor.
 """
@@ -109,6 +110,7 @@ def cube_tables(s: CubeSetup, values: tuple[tuple[object, ...], ...], report: bo
     mt = {"blocks_m": m_blocks, "tiles_m": m_tiles, "bo_m": m_tiles * msz[..., 0], "cores_m": bsz[..., 0] * msz[..., 2]}
     n_tiles = nsz[..., 3] * nsz[..., 1]
     nt = {"bn": nsz[..., 3], "tiles_n": n_tiles, "bo_n": n_tiles * nsz[..., 0] * so, "cores_n": nsz[..., 2]}
+    nt["bnb"] = nsz[..., 3] * bsz[..., 1]  # B chunk loads when B stays in L1 across M blocks (cost.py)
     kt = {"nk": ksz[..., 2], "lknk": ksz[..., 1] * ksz[..., 2], "kmulti": (ksz[..., 2] > 1).astype(F64)}
     grid_cores = grid_b * grid_m * grid_n
     tables = [

@@ -1,7 +1,8 @@
 """Ascend points -> loop nests: a TMATMUL point over the cube cores, a row-reduction point over the
 vector cores; each mapping's knobs carry the point and the PTO tile types it declares.
 
-The cube nest, outermost first: ``cores`` (spatial) > ``blocks`` (output L1 blocks of one core)
+The cube nest, outermost first: ``cores`` (spatial) > ``blocks`` (output L1 blocks of one core,
+N innermost, or N outermost where the model runs them B-resident: cost.py, Block loop order)
 > ``l1`` (K chunks, MTE2 GM->L1) > ``l0`` (base tiles, MTE1 L1->L0A/B) > ``tile`` (TMATMUL).
 The vector nest: ``vcores`` (spatial) > ``blocks`` > ``tile`` (one UB tile).
 """
@@ -10,11 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from costmodels.ascend.cost import cube_consts, cube_model
+from costmodels.ascend.cube_tables import cube_tables
 from costmodels.ascend.space import CUBE_PARAMS, CubeSetup
 from costmodels.ascend.tiling import GroupNest, nest_group, parse_grid, round_up
 from costmodels.ascend.vector import VECTOR_PARAMS, VectorSetup
 from costmodels.family import zero_fill
 from costmodels.ir import Level, Loop, Mapping
+from costmodels.param_tables import gather_fields
 from costmodels.protocol import Choice
 
 
@@ -39,6 +45,13 @@ def cube_nests(s: CubeSetup, point: dict[str, Choice]) -> CubeNests:
     )
 
 
+def resident_b(s: CubeSetup, point: dict[str, Choice]) -> bool:
+    """Whether the model runs this point's block loops B-resident (N outermost; cost.py, Block loop order)."""
+    tables = cube_tables(s, tuple((point[k],) for k in CUBE_PARAMS))
+    f = gather_fields(tables, [np.zeros(1, dtype=np.intp)] * len(CUBE_PARAMS), (1,) * len(CUBE_PARAMS))
+    return bool(cube_model(cube_consts(s), f)["b_resident"][0])
+
+
 def _loops(nest: GroupNest, level: int, spatial: bool = False) -> list[Loop]:
     return [
         Loop(axis=a, factor=f, spatial=spatial) for a, f in zip(nest.axes, nest.factors[level], strict=True) if f > 1
@@ -49,9 +62,11 @@ def cube_mapping(s: CubeSetup, preset: str, point: dict[str, Choice]) -> Mapping
     """The loop nest of one point; knobs carry the point and the PTO tile types it declares."""
     ns = cube_nests(s, point)
     hw = s.hw
+    rows, cols = _loops(ns.b, 1) + _loops(ns.m, 3), _loops(ns.n, 3)
+    blocks = cols + rows if resident_b(s, point) else rows + cols  # the order cost.py prices
     levels = (
         Level(name="cores", loops=tuple(_loops(ns.b, 0, True) + _loops(ns.m, 2, True) + _loops(ns.n, 2, True))),
-        Level(name="blocks", loops=tuple(_loops(ns.b, 1) + _loops(ns.m, 3) + _loops(ns.n, 3))),
+        Level(name="blocks", loops=tuple(blocks)),
         Level(name="l1", loops=tuple(_loops(ns.k, 2))),
         Level(name="l0", loops=tuple(_loops(ns.m, 1) + _loops(ns.n, 1) + _loops(ns.k, 1))),
         Level(name="tile", loops=tuple(_loops(ns.m, 0) + _loops(ns.k, 0) + _loops(ns.n, 0))),

@@ -8,7 +8,12 @@ hardware-facts.md §3.2 step 8). One point of the space fixes:
 - ``l1_m``, ``l1_k``, ``l1_n``: how many base tiles one L1 tile holds (K chunking: the
   ``l1_k`` base tiles of one L1 chunk and all chunks accumulate into L0C);
 - ``double_buffer``: ping-pong buffers in L1/L0A/L0B so MTE2, MTE1 and the cube overlap;
-- ``core_grid``: ``BxMxN`` distribution of output blocks over the AI cores.
+- ``core_grid``: ``BxMxN`` distribution of output blocks over the AI cores: the grids no other grid
+  is at least as large as on every side (`tiling.core_grids`; sides are divisors of the core count
+  and powers of two). A restriction, not a proved rule: with both inputs L2-resident, pricing every
+  grid gave the same optimum on the problems tried, but with the inputs in HBM a grid that uses
+  fewer cores moves fewer bytes and can be faster (not offered yet; both shown in
+  tests/costmodels/ascend/test_ascend_grids.py).
 
 The loop nest of a point is drawn in `costmodels.ascend.mapping`.
 
@@ -49,7 +54,10 @@ combinations of them for the two problems):
 | GEMM 4096^3 (f16) | 4.0e13 | 1.15e9 (126 tiles per group) | 1,265,472 | 995,328 |
 | ResNet-50 3x3 conv 64@56 | 3.3e10 | 2,134,080 | 2,875,392 | 302,400 |
 
-(the fixed power-of-two space before issue #12: 86,400 and 21,600). Every tile after the rule is
+(the fixed power-of-two space before issue #12: 86,400 and 21,600). The order of the block loops
+(A- or B-resident) is not a parameter: the model takes the better one at every point, by the rule
+proved in cost.py (Block loop order), which halves a space that would list both (GEMM 4096^3:
+1,990,656 -> 995,328). Every tile after the rule is
 beyond enumeration for the large groups, so those are offered the ladder: the tiles between its
 rungs are a restriction of the space, not pruned by a proof. ascend-a5: 1,119,744 and 302,400.
 """

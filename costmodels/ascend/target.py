@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from costmodels.ascend import cost as cc
+from costmodels.ascend.bounds import box, cube_structure_bound
 from costmodels.ascend.energy import cube_operand_bytes, cube_stall_stack, vector_operand_bytes, vector_stall_stack
 from costmodels.ascend.hardware import AscendHardware
 from costmodels.ascend.mapping import cube_mapping, vector_mapping
@@ -81,6 +82,16 @@ class AscendTarget(FamilyTarget[Prepared]):
         reason = f"compute ({what}) bound" if comp >= mem else "HBM bound (minimum bytes at the aggregate rate)"
         return LowerBound(cycles=max(comp, mem), compute_cycles=comp, memory_cycles=mem, reason=reason)
 
+    def structure_bound(self, problem: Problem, fixed_choices: dict[str, Choice]) -> float:
+        """Seconds no feasible point with these fixed choices can beat (ascend/bounds.py; `StructureBounded`)."""
+        prep = self.prepared(problem)
+        if prep.reasons:
+            return 0.0
+        if problem.is_binary:
+            return cube_structure_bound(prep, fixed_choices)
+        box(prep, fixed_choices)  # the same errors for choices outside the space
+        return self.lower_bound(problem).cycles / self.hardware.clock_hz
+
     # ---- point level ------------------------------------------------------------------------
     @staticmethod
     def _columns(problem: Problem, mapping: Mapping) -> dict[str, np.ndarray] | None:
@@ -140,6 +151,8 @@ class AscendTarget(FamilyTarget[Prepared]):
                 "inputs L2-resident: MTE2 at the L2 rate" if self._cube(problem).l2_resident else "MTE2 at HBM rate",
                 "FIX overlaps compute" if pick["fix_overlap"] else "FIX serialised (one accumulator set fills L0C)",
             )
+            if pick["b_resident"]:
+                notes += ("block loops B-resident: N blocks outermost, each B chunk stays in L1 across the M blocks",)
             peak_cycles = lb.compute_cycles
         else:
             breakdown = {k: pick[k] for k in ("vector", "mte2", "mte3", "hbm")}

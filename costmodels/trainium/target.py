@@ -34,7 +34,9 @@ from costmodels.energy import pricer
 from costmodels.family import OBJECTIVES, FamilyTarget, knobs_violation, point_of
 from costmodels.ir import Mapping, coverage_errors, flat_mapping
 from costmodels.presets import load_preset
+from costmodels.problem_memo import ProblemMemo
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Param, SearchSpace, Violation
+from costmodels.trainium.bounds import EngineBound, engine_bound
 from costmodels.trainium.cost import Evaluation, ProblemConsts, Quantities, evaluate, lower_bound_cycles
 from costmodels.trainium.energy import operand_bytes, stall_stack
 from costmodels.trainium.hardware import ENERGY_LEVELS, TrainiumHardware
@@ -71,6 +73,7 @@ class TrainiumTarget(FamilyTarget[Prepared]):
     def __init__(self, name: str, hardware: TrainiumHardware) -> None:
         super().__init__(name, hardware)
         self.hardware: TrainiumHardware = hardware
+        self._bounds: ProblemMemo[EngineBound | None] = ProblemMemo(self._engine_bound, size=self.keep)
 
     def _prepare(self, problem: Problem) -> Prepared:
         """The space and its coder and (when the problem runs here) the whole space priced."""
@@ -87,6 +90,19 @@ class TrainiumTarget(FamilyTarget[Prepared]):
         """Points by choice index, gathered from the problem's priced grid (`trainium.scoring`)."""
         assert prep.scorer is not None
         return prep.scorer(codes)
+
+    def _engine_bound(self, problem: Problem) -> EngineBound | None:
+        prep = self.prepared(problem)
+        if prep.reasons:
+            return None
+        return engine_bound(
+            problem, self.hardware, prep.space, lambda r: problem_consts(problem, self.hardware, r, supported=True)
+        )
+
+    def structure_bound(self, problem: Problem, fixed_choices: dict[str, Choice]) -> float:
+        """Seconds no feasible point with these fixed choices can beat (trainium/bounds.py; `StructureBounded`)."""
+        bound = self._bounds.get(problem)
+        return 0.0 if bound is None else bound(fixed_choices)
 
     def _consts(self, problem: Problem, roles: Roles) -> ProblemConsts:
         return problem_consts(problem, self.hardware, roles, supported=not self.supports(problem))
