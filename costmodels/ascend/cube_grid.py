@@ -189,7 +189,10 @@ def _energy(energy: EnergyPricer, g: Arrays, offchip: np.ndarray | float) -> np.
     """A slab's energy: `cube_level_bytes` of `_pipes`' tiles, blocks and GM bytes, as `cube_scores` computes them."""
     tiles = g["tiles_m"] * g["lknk"] * g["tiles_n"]
     steps = g["blocks"] * g["nk"]
-    gm_core = np.maximum(steps * g["kmulti"], g["blocks_m"]) * g["ach"] + steps * g["bch"]
+    refetch = steps * g["kmulti"]
+    a_resident = np.maximum(refetch, g["blocks_m"]) * g["ach"] + steps * g["bch"]
+    b_resident = steps * g["ach"] + np.maximum(refetch, g["bnb"]) * g["bch"]
+    gm_core = np.minimum(a_resident, b_resident)  # the better block loop order, as `cost._pipes` takes it
     levels = cube_level_bytes(g, tiles, g["blocks"], gm_core, g["cores_used"], offchip)
     return np.asarray(energy.total(levels), dtype=np.float64)
 

@@ -42,17 +42,22 @@ def cube_operand_bytes(problem: Problem, f: Any, pick: dict[str, float], levels:
     """Bytes per cube level and operand of the first point of the fields `f` (hardware-facts.md §3.2).
 
     The left (moving) input's GM chunks are ``a_loads x ach`` per core, the right's ``steps x bch``
-    (`cost._pipes`); L1 receives what GM sends; L0A holds the left tiles, L0B the right, L0C the
+    when A stays resident, ``steps x ach`` and ``b_loads x bch`` when B does (`cost._pipes` takes the
+    order with fewer GM bytes); L1 receives what GM sends; L0A holds the left tiles, L0B the right, L0C the
     output. HBM: the same chunks and the output when the traffic exceeds the minimum, else each
     operand once (inputs kept in L2, or the minimum bound).
     """
     view = gemm_view(problem)
     left, right = problem.inputs[view.moving], problem.inputs[view.stationary]
     a, b, y = left.name, right.name, problem.output.name
-    x = {k: float(np.asarray(f[k]).reshape(-1)[0]) for k in ("nk", "kmulti", "blocks_m", "ach")}
+    x = {k: float(np.asarray(f[k]).reshape(-1)[0]) for k in ("nk", "kmulti", "blocks_m", "bnb", "ach", "bch")}
     cores, blocks = pick["cores_used"], pick["blocks"]
     steps = blocks * x["nk"]
-    a_gm = cores * (max(steps * x["kmulti"], x["blocks_m"]) * x["ach"])
+    refetch = steps * x["kmulti"]
+    a_kept = max(refetch, x["blocks_m"]) * x["ach"]  # A resident across N blocks: its chunks, B's every step
+    b_kept = steps * x["ach"]  # B resident across M blocks: A's chunks every step
+    a_resident = a_kept + steps * x["bch"] <= b_kept + max(refetch, x["bnb"]) * x["bch"]  # `cost._pipes`' choice
+    a_gm = cores * (a_kept if a_resident else b_kept)
     gm = levels["gm"]
     hbm = levels["hbm"]
     traffic = cores * (pick["gm_core"] + pick["out_bytes"])

@@ -53,6 +53,8 @@ def test_b_stays_in_l1_across_m_blocks_when_that_moves_fewer_bytes(preset: str) 
     assert t.check(p, mapping) == []
     report = t.cost(p, mapping)
     assert report.bytes["gm"] == b_resident
+    a, b = (x.name for x in p.inputs)  # the energy split follows the order: A every block, B once per N block
+    assert report.operand_bytes["gm"] == {a: blocks_m * blocks_n * a_chunk, b: blocks_n * b_chunk, p.output.name: 0}
     assert any(n.startswith("block loops B-resident") for n in report.notes)
     assert _block_axes(t, p, point) == ["n", "m"]  # N outermost: B stays while M runs
     assert coverage_errors(p, mapping) == []
@@ -70,6 +72,8 @@ def test_a_stays_in_l1_across_n_blocks_when_that_moves_fewer_bytes(preset: str) 
     assert a_resident < b_resident
     report = t.cost(p, t.mapping(p, point))
     assert report.bytes["gm"] == a_resident
+    a, b = (x.name for x in p.inputs)
+    assert report.operand_bytes["gm"] == {a: 32 * a_chunk, b: 32 * 2 * b_chunk, p.output.name: 0}
     assert not any(n.startswith("block loops B-resident") for n in report.notes)
     assert _block_axes(t, p, point) == ["m", "n"]
 
