@@ -1,7 +1,9 @@
-"""Cheapest Tensix mapping of every ResNet-50 conv (batch 16, bf16), next to the roofline, then the network.
+"""Cheapest Tensix mapping of every ResNet-50 conv (batch 16), next to the roofline, then the network.
 
-Run with ``python -m bench.tenstorrent_resnet50 [--preset wormhole-n150]``. Every point of each
-layer's space is priced with `score_codes` (exhaustive, in chunks). First table, each layer alone
+Run with ``python -m bench.tenstorrent_resnet50 [--preset wormhole-n150] [--dtype bfloat8_b]``
+(inputs bf16 by default; ``bfloat8_b`` and ``bfloat4_b`` are tt-metal's block-float formats, and
+issue #13's figure asks for the first). Every point of each layer's space is priced with
+`score_codes` (exhaustive, in chunks). First table, each layer alone
 (input read from DRAM, output written to DRAM): the layout and memory placement the tie rule picks
 (`mapper.ties`: within 0.5% of the fastest, less data moved, then fewer cores) at the preset's
 default fidelity policy (HiFi4 only, ttnn's default), its cycles, the roofline lower bound at that
@@ -74,17 +76,23 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--preset", default="wormhole-n150")
     ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument(
+        "--dtype", default="bf16", help="input dtype of every conv: bf16, or bfloat8_b / bfloat4_b (block floats)"
+    )
     args = ap.parse_args(argv)
     target = make_target(args.preset, {})
     lofi = make_target(args.preset, {"fidelities": ["LoFi"]})
-    problems = named.load("resnet50", batch=args.batch, dtype="bf16")
+    problems = named.load("resnet50", batch=args.batch, dtype=args.dtype)
     t0 = time.time()
     policy = ",".join(target.hardware.fidelities)
     head = (
         f"{'layer':28s} {'layout':12s} {'memory':6s} {'cycles':>10s} {'bound':>10s} {'x':>5s} {'by':7s} {'tie':>4s} "
         f"{'LoFi':>10s}"
     )
-    print(f"{args.preset}, ResNet-50 batch {args.batch}, bf16; fidelity policy [{policy}], LoFi as a side column")
+    print(
+        f"{args.preset}, ResNet-50 batch {args.batch}, {args.dtype} inputs; "
+        f"fidelity policy [{policy}], LoFi as a side column"
+    )
     print(head)
     print("-" * len(head))
     tot = {"best": 0.0, "lb": 0.0, "lofi": 0.0}
