@@ -70,6 +70,25 @@ class ImportedModel(BaseModel):
             )
         return [layer.problem.to_problem() for layer in self.layers]
 
+    def with_dtype(self, dtype: str) -> ImportedModel:
+        """Every layer with its inputs in `dtype` (e.g. an f32 export run as bf16 or bfloat8_b).
+
+        The output dtype goes back to the default, the accumulation type of the new inputs, and each
+        layer's notes say what the model declared. An unknown dtype raises `ProblemError` when the
+        layers are turned into problems, as for any spec."""
+        layers = []
+        for layer in self.layers:
+            spec = layer.problem
+            before = spec.dtype if isinstance(spec.dtype, str) else ", ".join(f"{k} {v}" for k, v in spec.dtype.items())
+            update: dict[str, object] = {"dtype": dtype, "out_dtype": None}
+            if isinstance(spec, Conv2dSpec):
+                update["weights_dtype"] = None
+            note = f"inputs run as {dtype} (the model declares {before})"
+            layers.append(
+                layer.model_copy(update={"problem": spec.model_copy(update=update), "notes": [*layer.notes, note]})
+            )
+        return self.model_copy(update={"layers": layers, "notes": [*self.notes, f"every layer's inputs as {dtype}"]})
+
     def summary(self) -> str:
         """One line: layers, distinct MACs and the skipped operators."""
         macs = sum(p.macs for p in self.problems()) if self.layers else 0

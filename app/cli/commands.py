@@ -71,7 +71,13 @@ def tune(
         list[str],
         typer.Option(help="workload parameter, or an ONNX model's dynamic dimension, name=value (repeatable)"),
     ] = [],  # noqa: B006
-    dtype: Annotated[str, typer.Option(help="input dtype (bfloat8_b, bfloat4_b: Tenstorrent only)")] = "bf16",
+    dtype: Annotated[
+        str | None,
+        typer.Option(
+            help="input dtype (default bf16; bfloat8_b, bfloat4_b: Tenstorrent only); with --onnx or --layers it "
+            "replaces every layer's declared input dtype"
+        ),
+    ] = None,
     weight: Annotated[str | None, typer.Option(help="weight input (index or name)")] = None,
     reduce_op: Annotated[str, typer.Option(help="add | mul | max | min (einsum problems)")] = "add",
     out_dtype: Annotated[str | None, typer.Option(help="output dtype (default: the accumulation type)")] = None,
@@ -139,6 +145,8 @@ def tune(
         network = None
         if onnx is not None or layers is not None:
             network = read_network(onnx, layers, param, op)
+            if dtype is not None:
+                network = network.with_dtype(dtype)
             _note(network.summary())
             specs, name = [layer.problem.model_dump(mode="json") for layer in network.layers], network.name
             if not specs:
@@ -149,7 +157,7 @@ def tune(
         elif file is not None:
             specs, name = read_problem_file(file), file.name
         else:
-            specs, name = [spec_from_flags(einsum, size, conv, dtype, weight, reduce_op, out_dtype)], "tuning"
+            specs, name = [spec_from_flags(einsum, size, conv, dtype or "bf16", weight, reduce_op, out_dtype)], "tuning"
         if op and not onnx:
             raise UsageError("--op goes with --onnx")
         if param and not (workload or onnx):

@@ -143,3 +143,20 @@ def test_a_problem_file_with_several_problems_is_one_network_job_on_the_server(
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["workload"] == "two.json" and [lay["label"] for lay in out["layers"]] == ["fc8", "fc16"]
+
+
+def test_dtype_replaces_every_layers_declared_inputs(tiny_onnx: Path) -> None:
+    """An f32 export tuned as bf16: --dtype goes to every layer; without it the file's f32 stays."""
+    base = ["tune", "--onnx", str(tiny_onnx), "--param", "batch=2", "--target", "ascend-910b", "--json"]
+    base += ["--no-validate", "--op", "Conv", "--op", "MatMul"]
+    runs = {}
+    for extra in ([], ["--dtype", "bf16"]):
+        res = runner.invoke(cli, [*base, *extra])
+        assert res.exit_code == 0, res.output
+        runs[bool(extra)] = [r["problem"] for r in json.loads(res.stdout)["results"].values()]
+    assert len(runs[True]) == len(runs[False]) == 2
+    assert all("bf16" in p and "f32[" not in p.split("->")[0] for p in runs[True]), runs[True]
+    assert all("f32" in p and "bf16" not in p for p in runs[False]), runs[False]
+    # an unknown dtype is a one-line usage error
+    res = runner.invoke(cli, [*base, "--dtype", "bf17"])
+    assert res.exit_code == 2 and "bf17" in _one_error_line(res.output)

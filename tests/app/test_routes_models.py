@@ -140,3 +140,14 @@ def test_the_console_examples_answer(client: TestClient) -> None:
             r = client.post(path, params={"target": targets} if path.endswith("tunings") else {},
                             content=data.encode(), headers={"content-type": ctype})  # fmt: skip
             assert r.status_code in ((200,) if path.endswith("layers") else (200, 202)), (path, ctype, r.text)
+
+
+def test_dtype_replaces_the_declared_input_dtypes_or_names_a_bad_one(client: TestClient) -> None:
+    r = client.post("/v1/models/layers?param=N=2&dtype=bfloat8_b", content=tiny_onnx(), headers=ONNX)
+    assert r.status_code == 200, r.text
+    conv, fc = r.json()["layers"]
+    assert conv["problem"]["dtype"] == "bfloat8_b" and conv["problem"]["weights_dtype"] is None
+    assert fc["problem"]["dtype"] == "bfloat8_b" and fc["problem"]["out_dtype"] is None
+    assert any("the model declares f32" in n for n in conv["notes"])
+    bad = client.post("/v1/models/layers?param=N=2&dtype=bf17", content=tiny_onnx(), headers=ONNX)
+    assert bad.status_code == 422 and "bf17" in bad.text

@@ -84,6 +84,14 @@ OpQuery = Annotated[
     list[str],
     Query(max_length=16, description=f"import only these operators (repeatable): {', '.join(CONVERTERS)}"),
 ]
+DtypeQuery = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=32,
+        description="replace every layer's declared input dtype (bf16 for an f32 export; bfloat8_b on Tenstorrent)",
+    ),
+]
 NameQuery = Annotated[
     str | None,
     Query(min_length=1, max_length=200, description="the network's name (default: the graph's or the list's)"),
@@ -118,7 +126,18 @@ def _kind(request: Request) -> str:
     )
 
 
-async def _import(request: Request, param: list[str], op: list[str], name: str | None) -> ImportedModel:
+async def _import(
+    request: Request, param: list[str], op: list[str], name: str | None, dtype: str | None = None
+) -> ImportedModel:
+    model = await _parse(request, param, op, name)
+    if dtype is None:
+        return model
+    model = model.with_dtype(dtype)
+    model.problems()  # an unknown dtype, or one a layer cannot take, is a 422 naming it
+    return model
+
+
+async def _parse(request: Request, param: list[str], op: list[str], name: str | None) -> ImportedModel:
     kind = _kind(request)
     sizes = _sizes(param)
     data = await request.body()
@@ -146,11 +165,12 @@ async def import_model(
     param: ParamQuery = [],  # noqa: B006
     op: OpQuery = [],  # noqa: B006
     name: NameQuery = None,
+    dtype: DtypeQuery = None,
 ) -> ImportedModel:
     """The upload's layers, each a problem spec that can be posted back as a tuning's `problem`, with the
     node it comes from and notes on what the import left out; the skipped nodes with their kind and
     reason, counted per operator. Nothing is stored."""
-    return await _import(request, param, op, name)
+    return await _import(request, param, op, name, dtype)
 
 
 @router.post(
@@ -185,6 +205,7 @@ async def create_model_tuning(
     param: ParamQuery = [],  # noqa: B006
     op: OpQuery = [],  # noqa: B006
     name: NameQuery = None,
+    dtype: DtypeQuery = None,
     objective: Annotated[list[str], Query(max_length=4, description="objectives (default latency)")] = [],  # noqa: B006
     strategy: Strategy = "auto",
     trials: Annotated[int, Query(ge=1, le=100_000)] = SearchSettings().max_trials,
@@ -198,7 +219,7 @@ async def create_model_tuning(
     header), or the job that already answers an identical request (`200`). Follow it at
     `/v1/tunings/{id}`; its result is a `WorkloadResult`. The skipped operators are in the answer of
     `POST /v1/models/layers`."""
-    model = await _import(request, param, op, name)
+    model = await _import(request, param, op, name, dtype)
     model.problems()  # a model without any layer is a 422 saying what was skipped
     body: dict[str, Any] = {
         "layers": [layer.problem for layer in model.layers],
