@@ -116,6 +116,10 @@ def test_one_request_from_file_to_a_finished_workload_job(client: TestClient, ru
     result = client.get(f"/v1/tunings/{job['id']}/result").json()
     assert result["workload"] == "tiny" and [x["label"] for x in result["layers"]] == ["tiny/conv1", "tiny/fc"]
     assert all(x["validation_passed"] for x in result["results"].values())
+    # and its pictures: the report page of the same job (issue #15's one request from file to answer)
+    page = client.get(f"/v1/tunings/{job['id']}/report")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "tiny/conv1" in page.text and "tiny/fc" in page.text and "<svg" in page.text
 
 
 def test_a_model_a_target_cannot_run_whole_names_the_layer(client: TestClient) -> None:
