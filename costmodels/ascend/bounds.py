@@ -19,7 +19,7 @@ the point's cycles are ``max(core, offchip / hbm_rate)`` with ``offchip >= min_b
 maxima of non-negative floats never round below an operand, so the bound holds in floating point
 too, and the minimum over the structure's points (feasible or not) is below each feasible point's
 latency. MTE2 (which depends on the block loop order) is left out: the bound stays admissible, only
-looser where MTE2 is the slowest pipe. `tests/costmodels/ascend/test_ascend_bounds.py` checks the
+looser where MTE2 is the slowest pipe. `tests/costmodels/test_structure_bounds.py` checks the
 bound against the best point of many structures of random problems.
 
 Unary problems (row reductions on the vector cores) get the roofline `lower_bound`: their spaces

@@ -15,7 +15,7 @@ clock, and the minimum over the structure's points (feasible or not) is below ea
 point's latency. The HBM roofline is not added here: `mapper.bounds.StructureBounds` already takes
 the larger of this bound and the whole problem's `lower_bound`. The bound is tightest where the
 fixed choices set the tiles and cores (padding, idle cores and the 64-cycle floor all show);
-`tests/costmodels/trainium/test_trainium_bounds.py` checks it against the best point of many
+`tests/costmodels/test_structure_bounds.py` checks it against the best point of many
 structures of random problems.
 """
 
