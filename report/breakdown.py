@@ -100,8 +100,14 @@ def bars_svg(bars: Bars, name: str) -> str:
             left = [a + w for a, w in zip(left, widths, strict=True)]
     if bars.total is not None:
         ax.axvline(bars.total, color="#b22", lw=1.2, ls="--").set_gid("total")
-    if any(parts):
-        ax.legend(fontsize=8, loc="lower right")
+    if any(parts):  # beside the bars, never over them
+        width = fig.get_figwidth()
+        fig.subplots_adjust(right=1 - (0.75 + 0.07 * max(len(p) for p in parts)) / width)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    ends = [*left, *(sum(v.values()) if bars.stacked else max(v.values(), default=0.0) for v in bars.values.values())]
+    ends.append(bars.total or 0.0)
+    if max(ends) > 0:
+        ax.set_xlim(0, 1.04 * max(ends))  # the longest bar ends inside the frame
     ax.invert_yaxis()
     ax.xaxis.set_major_formatter(EngFormatter())  # 2 M rather than an offset "1e6"
     ax.set_xlabel(bars.unit)
