@@ -24,7 +24,8 @@ from app.jobs.models import Job, TuningRequest
 from mapper.settings import SearchSettings, Strategy
 from workload.imported import ImportedModel
 from workload.layer_list import load_layers
-from workload.onnx_import import CONVERTERS, import_onnx
+from workload.onnx_import import import_onnx
+from workload.onnx_ops import CONVERTERS
 from workload.spec import CONV2D_EXAMPLES, EINSUM_EXAMPLES
 
 router = APIRouter(prefix="/v1/models", tags=["models"])
