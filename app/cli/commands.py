@@ -8,10 +8,9 @@ from typing import Annotated, Any
 
 import httpx
 import typer
-from rich.console import Console
 
 from app import baseline as bl
-from app.cli import common, html_report
+from app.cli import common, html_report, listings
 from app.cli.common import (
     EXIT_CODES,
     EXIT_FAILED,
@@ -40,7 +39,6 @@ from app.cli.inputs import (
 from app.cli.output import finish
 from app.cli.running import end_of_job, follow_job, run_in_process
 from app.client import ApiClient, ClientError
-from mapper.display import generic_table
 from mapper.settings import OBJECTIVES, STRATEGIES, SearchSettings
 from workload.spec import spec_from_dict
 
@@ -360,62 +358,25 @@ def cancel(
 def targets(server: ServerOpt = None, token: TokenOpt = None, as_json: JsonOpt = False) -> None:
     """List the target presets with their family and key figures."""
     if server:
-        with _user_errors():
-            data = common.make_client(server, token).targets()
-        _print_listing("targets", data, as_json)
+        _server_listing("targets", server, token, as_json)
         return
-    from costmodels.presets import preset_family, preset_names
-    from costmodels.registry import get_target
-
-    rows = []
-    for name in preset_names():
-        row: dict[str, Any] = {"target": name, "family": preset_family(name)}
-        try:
-            t = get_target(name)
-            hw = t.hardware.model_dump()
-            row["objectives"] = list(t.objectives)
-            row["figures"] = {k: v for k, v in hw.items() if isinstance(v, int | float) and not isinstance(v, bool)}
-        except Exception as e:  # a family still being written must not hide the others
-            row["error"] = f"{type(e).__name__}: {e}"
-        rows.append(row)
-    if as_json:
-        typer.echo(json.dumps(rows, indent=2))
-        return
-    from rich.table import Table
-
-    table = Table(title="targets", title_justify="left")
-    for col in ("target", "family", "objectives", "key figures"):
-        table.add_column(col)
-    for row in rows:
-        figures = ", ".join(f"{k}={v:g}" for k, v in list(row.get("figures", {}).items())[:6])
-        table.add_row(
-            row["target"], row["family"], ", ".join(row.get("objectives", [])), figures or row.get("error", "")
-        )
-    Console().print(table)
+    listings.print_targets(listings.local_targets(), as_json)
 
 
 @app.command()
 def workloads(server: ServerOpt = None, token: TokenOpt = None, as_json: JsonOpt = False) -> None:
     """List the named workloads and their layer counts."""
     if server:
-        with _user_errors():
-            data = common.make_client(server, token).workloads()
-        _print_listing("workloads", data, as_json)
+        _server_listing("workloads", server, token, as_json)
         return
-    from workload.named import describe, load, names
-
-    rows = [{"workload": n, "layers": len(load(n)), "description": describe(n).splitlines()[0]} for n in names()]
-    if as_json:
-        typer.echo(json.dumps(rows, indent=2))
-        return
-    Console().print(generic_table("workloads", rows))
+    listings.print_listing("workloads", listings.local_workloads(), as_json)
 
 
-def _print_listing(title: str, data: Any, as_json: bool) -> None:
-    if as_json:
-        typer.echo(json.dumps(data, indent=2))
-    else:
-        Console().print(generic_table(title, data))
+def _server_listing(kind: str, server: str, token: str | None, as_json: bool) -> None:
+    """The service's listing of `kind` (``targets`` or ``workloads``), as JSON or a table."""
+    with _user_errors():
+        data = getattr(common.make_client(server, token), kind)()
+    listings.print_listing(kind, data, as_json)
 
 
 def _settings(**given: Any) -> Any:
