@@ -165,6 +165,41 @@ class Job(BaseModel):
     request: dict[str, Any]
     links: dict[str, str] = Field(default_factory=dict)
 
+    @classmethod
+    def from_row(cls, r: Any) -> Job:
+        """The job of a `tm_jobs` row (`app.jobs.tables.jobs`)."""
+        return cls(
+            id=r["id"],
+            state=r["state"],
+            kind=r["kind"],
+            summary=r["summary"],
+            targets=json.loads(r["targets"]),
+            progress=JobProgress(
+                done=r["progress_done"] or 0,
+                total=r["progress_total"] or 0,
+                unit=r["progress_unit"] or "",
+                best=r["best"],
+            ),
+            stop_reason=r["stop_reason"],
+            error=r["error"],
+            cancel_requested=bool(r["cancel_requested"]),
+            worker=r["worker"],
+            attempts=r["attempts"] or 0,
+            created_at=r["created_at"],
+            started_at=r["started_at"],
+            finished_at=r["finished_at"],
+            heartbeat_at=r["heartbeat_at"],
+            key=r["key"],
+            parent_id=r["parent_id"],
+            request=json.loads(r["request"]),
+            links={
+                "self": f"/v1/tunings/{r['id']}",
+                "result": f"/v1/tunings/{r['id']}/result",
+                "events": f"/v1/tunings/{r['id']}/events",
+                "cancel": f"/v1/tunings/{r['id']}/cancel",
+            },
+        )
+
 
 class JobPage(BaseModel):
     """A page of jobs, newest first; pass `next_cursor` as `cursor` for the next page."""

@@ -5,7 +5,7 @@ on an Optuna `RDBStorage` study named after its job. The worker that claims the 
 helper jobs (kind ``trials``, ``parent_id`` the job), so idle workers join like they take a
 workload's layers; each runs `study.optimize` on the same study with its own sampler seed.
 
-- Budget: every fresh trial first takes a ticket (`JobStore.take_ticket`, one conditional UPDATE),
+- Budget: every fresh trial first takes a ticket (`app.jobs.trial_tickets`, one conditional UPDATE),
   so the workers together run exactly ``trials`` trials whichever of them reaches the end; a worker
   refused a ticket stops its study (the refused trial ends PRUNED without scoring anything).
   Optuna's `MaxTrialsCallback` stops a worker too once the study holds the budget's COMPLETE trials.
@@ -35,6 +35,7 @@ from optuna.trial import TrialState
 
 from app.jobs.models import FINISHED, JobProgress
 from app.jobs.runner import Prepared, request_json
+from app.jobs.trial_tickets import open_tickets, take_ticket, tickets_taken
 from costmodels.protocol import Choice
 from costmodels.registry import get_target
 from mapper.bounds import StructureBounds
@@ -95,7 +96,7 @@ class Objective:
     def __call__(self, trial: optuna.Trial) -> float:
         # a stale trial's retry inherits its user attributes (RetryFailedTrialCallback), so its ticket too
         retry = "ticket" in trial.user_attrs
-        if self.cancelled() or (not retry and not self.store.take_ticket(self.job_id)):
+        if self.cancelled() or (not retry and not take_ticket(self.store, self.job_id)):
             trial.study.stop()
             trial.set_user_attr("skipped", "cancelled" if self.cancelled() else "budget spent")
             raise optuna.TrialPruned()
@@ -172,7 +173,7 @@ def run_shared_search(worker: Worker, job: Job, prep: Prepared, pulse: Pulse) ->
     optuna.create_study(
         study_name=STUDY_PREFIX + job.id, storage=storage, direction="minimize", load_if_exists=True
     )  # fmt: skip
-    store.open_tickets(job.id, settings.max_trials)
+    open_tickets(store, job.id, settings.max_trials)
     helpers = _queue_helpers(worker, job, prep)
     run_trials(worker, job.id, prep, 0, pulse)
     study = optuna.load_study(study_name=STUDY_PREFIX + job.id, storage=storage)
@@ -199,7 +200,7 @@ def result_reason(state: str, store: JobStore, job_id: str, budget: int) -> Stop
     """cancelled, or trials when the budget was spent, else seconds (the time budget ended the search)."""
     if state == "cancelled":
         return "cancelled"
-    return "trials" if store.tickets_taken(job_id) >= budget else "seconds"
+    return "trials" if tickets_taken(store, job_id) >= budget else "seconds"
 
 
 def assemble(study: optuna.Study, job: Job, prep: Prepared, worker: Worker, seconds: float) -> str:

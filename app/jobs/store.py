@@ -26,7 +26,7 @@ from sqlalchemy import Connection, Engine, create_engine, delete, event, func, i
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
 from app.jobs.models import FINISHED, Job, JobPage, JobProgress
-from app.jobs.tables import jobs, metadata, trial_tickets, workers
+from app.jobs.tables import jobs, metadata, workers
 from mapper.cache import open_storage
 
 #: bytes of finished jobs' results one process keeps in memory (see `JobStore.finished`)
@@ -86,7 +86,7 @@ class JobStore:
         PostgreSQL; the loser tries again and finds them made)."""
         for attempt in range(tries):
             try:
-                with self._tx(immediate=True) as c:
+                with self.transaction(immediate=True) as c:
                     metadata.create_all(c)
                 open_storage(self.url)
                 return
@@ -96,7 +96,8 @@ class JobStore:
                 time.sleep(0.2 * (attempt + 1))
 
     @contextmanager
-    def _tx(self, immediate: bool = False) -> Iterator[Connection]:
+    def transaction(self, immediate: bool = False) -> Iterator[Connection]:
+        """A connection in a transaction (``BEGIN IMMEDIATE`` on SQLite when `immediate`: a writer from the start)."""
         conn = self.engine.connect()
         if immediate and self.engine.dialect.name == "sqlite":
             conn = conn.execution_options(immediate=True)
@@ -152,7 +153,7 @@ class JobStore:
         if existing is not None:
             return existing, False
         try:
-            with self._tx() as c:
+            with self.transaction() as c:
                 c.execute(insert(jobs).values(**row))
         except IntegrityError:  # an identical request won the race
             found = self.find_active(key)
@@ -164,19 +165,19 @@ class JobStore:
         return job, True
 
     def find_active(self, key: str) -> Job | None:
-        with self._tx() as c:
+        with self.transaction() as c:
             r = c.execute(select(jobs).where(jobs.c.active_key == key)).mappings().first()
-        return _job(r) if r else None
+        return Job.from_row(r) if r else None
 
     def get(self, job_id: str) -> Job | None:
         hit = self.finished(job_id)
         if hit is not None:
             return hit[0]
-        with self._tx() as c:
+        with self.transaction() as c:
             r = c.execute(select(jobs).where(jobs.c.id == job_id)).mappings().first()
         if r is None:
             return None
-        job = _job(r)
+        job = Job.from_row(r)
         if job.state in FINISHED:
             self._keep(job, r["result"])
         return job
@@ -216,7 +217,7 @@ class JobStore:
             .select_from(jobs)
             .where(jobs.c.client == client, jobs.c.state.in_(("queued", "running")))
         )
-        with self._tx() as c:
+        with self.transaction() as c:
             return int(c.execute(q).scalar() or 0)
 
     def result(self, job_id: str) -> str | None:
@@ -224,7 +225,7 @@ class JobStore:
         hit = self.finished(job_id)
         if hit is not None:
             return hit[1]
-        with self._tx() as c:
+        with self.transaction() as c:
             return c.execute(select(jobs.c.result).where(jobs.c.id == job_id)).scalar()
 
     def page(self, *, state: str | None = None, limit: int = 50, cursor: int | None = None) -> JobPage:
@@ -234,15 +235,17 @@ class JobStore:
             q = q.where(jobs.c.state == state)
         if cursor is not None:
             q = q.where(jobs.c.seq < cursor)
-        with self._tx() as c:
+        with self.transaction() as c:
             rows = list(c.execute(q).mappings())
         more = len(rows) > limit
         rows = rows[:limit]
-        return JobPage(items=[_job(r) for r in rows], next_cursor=str(rows[-1]["seq"]) if more and rows else None)
+        return JobPage(
+            items=[Job.from_row(r) for r in rows], next_cursor=str(rows[-1]["seq"]) if more and rows else None
+        )
 
     def counts(self) -> dict[str, int]:
         """Jobs per state."""
-        with self._tx() as c:
+        with self.transaction() as c:
             return {s: int(n) for s, n in c.execute(select(jobs.c.state, func.count()).group_by(jobs.c.state))}
 
     def search_seconds(self) -> tuple[float, int]:
@@ -250,13 +253,13 @@ class JobStore:
         q = select(func.sum(jobs.c.finished_at - jobs.c.started_at), func.count()).where(
             jobs.c.started_at.is_not(None), jobs.c.finished_at.is_not(None)
         )
-        with self._tx() as c:
+        with self.transaction() as c:
             total, n = c.execute(q).one()
         return float(total or 0.0), int(n)
 
     def ping(self) -> None:
         """Raise if the database cannot be reached."""
-        with self._tx() as c:
+        with self.transaction() as c:
             c.execute(text("SELECT 1"))
 
     # ---- cancel ----------------------------------------------------------------------------
@@ -269,7 +272,7 @@ class JobStore:
         """
         now = time.time()
         mine = (jobs.c.id == job_id) | (jobs.c.parent_id == job_id)  # a workload job's layer jobs go with it
-        with self._tx(immediate=True) as c:
+        with self.transaction(immediate=True) as c:
             c.execute(
                 update(jobs)
                 .where(mine, jobs.c.state == "queued")
@@ -279,7 +282,7 @@ class JobStore:
         return self.get(job_id)
 
     def cancel_requested(self, job_id: str) -> bool:
-        with self._tx() as c:
+        with self.transaction() as c:
             return bool(c.execute(select(jobs.c.cancel_requested).where(jobs.c.id == job_id)).scalar())
 
     # ---- workers ---------------------------------------------------------------------------
@@ -294,7 +297,7 @@ class JobStore:
             pick = pick.where(jobs.c.parent_id == parent_id)
         if self.engine.dialect.name == "postgresql":
             pick = pick.with_for_update(skip_locked=True)
-        with self._tx(immediate=True) as c:
+        with self.transaction(immediate=True) as c:
             job_id = c.execute(pick).scalar()
             if job_id is None:
                 return None
@@ -321,7 +324,7 @@ class JobStore:
                 "progress_unit": progress.unit,
                 "best": progress.best,
             }
-        with self._tx() as c:
+        with self.transaction() as c:
             c.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.worker == worker).values(**values))
             return bool(c.execute(select(jobs.c.cancel_requested).where(jobs.c.id == job_id)).scalar())
 
@@ -354,7 +357,7 @@ class JobStore:
                 "progress_unit": progress.unit,
                 "best": progress.best,
             }
-        with self._tx(immediate=True) as c:
+        with self.transaction(immediate=True) as c:
             n = c.execute(
                 update(jobs)
                 .where(jobs.c.id == job_id, jobs.c.worker == worker, jobs.c.state == "running")
@@ -364,7 +367,7 @@ class JobStore:
 
     def release(self, job_id: str, worker: str) -> None:
         """Give a job this worker holds back to the queue (the worker is shutting down)."""
-        with self._tx(immediate=True) as c:
+        with self.transaction(immediate=True) as c:
             c.execute(
                 update(jobs)
                 .where(jobs.c.id == job_id, jobs.c.worker == worker, jobs.c.state == "running")
@@ -379,7 +382,7 @@ class JobStore:
         """
         limit = time.time() - self.stale_seconds
         stale = (jobs.c.state == "running", jobs.c.heartbeat_at < limit)
-        with self._tx(immediate=True) as c:
+        with self.transaction(immediate=True) as c:
             c.execute(
                 update(jobs)
                 .where(*stale, jobs.c.cancel_requested.is_(True))
@@ -406,7 +409,7 @@ class JobStore:
         host, _, rest = worker.partition(":")
         pid = int(rest.split(":")[0]) if rest.split(":")[0].isdigit() else 0
         now = time.time()
-        with self._tx() as c:
+        with self.transaction() as c:
             n = c.execute(update(workers).where(workers.c.id == worker).values(seen_at=now, job_id=job_id)).rowcount
             if n == 0:
                 c.execute(
@@ -414,74 +417,19 @@ class JobStore:
                 )
 
     def worker_gone(self, worker: str) -> None:
-        with self._tx() as c:
+        with self.transaction() as c:
             c.execute(delete(workers).where(workers.c.id == worker))
 
     def live_workers(self, within: float | None = None) -> list[dict[str, Any]]:
         """Workers seen within `within` seconds (default `stale_seconds`)."""
         limit = time.time() - (self.stale_seconds if within is None else within)
-        with self._tx() as c:
+        with self.transaction() as c:
             rows = c.execute(select(workers).where(workers.c.seen_at >= limit).order_by(workers.c.id)).mappings()
             return [dict(r) for r in rows]
 
     def queue_depth(self) -> int:
-        with self._tx() as c:
+        with self.transaction() as c:
             return int(c.execute(select(func.count()).select_from(jobs).where(jobs.c.state == "queued")).scalar() or 0)
-
-    # ---- the trial budget of a shared search -------------------------------------------------
-
-    def open_tickets(self, job_id: str, budget: int) -> None:
-        """Set the trial budget of a shared search (again after a restart of its job: kept as it was)."""
-        try:
-            with self._tx(immediate=True) as c:
-                c.execute(insert(trial_tickets).values(job_id=job_id, budget=budget, taken=0))
-        except IntegrityError:
-            pass  # the job runs again (re-claimed): the trials already run keep their tickets
-
-    def take_ticket(self, job_id: str) -> bool:
-        """Take one trial of a shared search's budget; False once the budget is spent (atomic on both storages)."""
-        with self._tx(immediate=True) as c:
-            n = c.execute(
-                update(trial_tickets)
-                .where(trial_tickets.c.job_id == job_id, trial_tickets.c.taken < trial_tickets.c.budget)
-                .values(taken=trial_tickets.c.taken + 1)
-            ).rowcount
-        return n == 1
-
-    def tickets_taken(self, job_id: str) -> int:
-        with self._tx() as c:
-            return int(c.execute(select(trial_tickets.c.taken).where(trial_tickets.c.job_id == job_id)).scalar() or 0)
 
     def close(self) -> None:
         self.engine.dispose()
-
-
-def _job(r: Any) -> Job:
-    return Job(
-        id=r["id"],
-        state=r["state"],
-        kind=r["kind"],
-        summary=r["summary"],
-        targets=json.loads(r["targets"]),
-        progress=JobProgress(
-            done=r["progress_done"] or 0, total=r["progress_total"] or 0, unit=r["progress_unit"] or "", best=r["best"]
-        ),
-        stop_reason=r["stop_reason"],
-        error=r["error"],
-        cancel_requested=bool(r["cancel_requested"]),
-        worker=r["worker"],
-        attempts=r["attempts"] or 0,
-        created_at=r["created_at"],
-        started_at=r["started_at"],
-        finished_at=r["finished_at"],
-        heartbeat_at=r["heartbeat_at"],
-        key=r["key"],
-        parent_id=r["parent_id"],
-        request=json.loads(r["request"]),
-        links={
-            "self": f"/v1/tunings/{r['id']}",
-            "result": f"/v1/tunings/{r['id']}/result",
-            "events": f"/v1/tunings/{r['id']}/events",
-            "cancel": f"/v1/tunings/{r['id']}/cancel",
-        },
-    )
