@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -47,6 +48,7 @@ def create_app(settings: Settings | None = None, on_shutdown: Callable[[], None]
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.validation_slots = threading.BoundedSemaphore(settings.max_validations)  # /v1/mappings/validate
     errors.install(app)
     app.include_router(health.router)
     for module in (targets, workloads, problems, mappings, tunings, models):

@@ -43,6 +43,12 @@ class Settings(BaseSettings):
     max_macs: float = Field(default=1e15, gt=0, description="total MACs of a request (every layer of a workload)")
     max_trials: int = Field(default=100_000, ge=1, le=1_000_000, description="trials a request may ask for")
     max_search_seconds: float = Field(default=3600.0, gt=0, description="search seconds a request may ask for")
+    max_validations: int = Field(
+        default=2,
+        ge=1,
+        le=64,
+        description="executor runs `POST /v1/mappings/validate` may do at once (429 with Retry-After beyond)",
+    )
     max_active_per_client: int = Field(
         default=200, ge=1, description="queued or running jobs one client (token or address) may have at once"
     )

@@ -3,6 +3,8 @@ every OpenAPI example of the engine routes answers 200."""
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -276,6 +278,42 @@ def test_a_mapping_too_large_to_validate_is_not_a_verdict(client: TestClient, mo
     assert r.status_code == 200, r.text
     assert r.json()["passed"] is None and r.json()["report"] is None
     assert r.json()["note"].startswith("not validated: even the smallest proxy")
+
+
+def test_validations_beyond_the_slots_get_429_and_a_slot_frees_when_a_run_ends(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TM_MAX_VALIDATIONS runs at once: one more is a 429 problem with Retry-After, naming the setting;
+    a run that ends (even by raising) gives its slot back."""
+    started, release = threading.Event(), threading.Event()
+
+    def slow(*a: Any, **k: Any) -> Any:
+        started.set()
+        assert release.wait(30)
+        return validate(*a, **k)
+
+    monkeypatch.setattr(mappings_route, "validate", slow)
+    body = {"problem": GEMM, "mapping": _gemm_mapping("f32")}
+    with TestClient(create_app(settings.model_copy(update={"max_validations": 1})), raise_server_exceptions=False) as c:
+        with ThreadPoolExecutor(1) as pool:
+            first = pool.submit(c.post, "/v1/mappings/validate", json=body)
+            assert started.wait(30)
+            busy = c.post("/v1/mappings/validate", json=body)
+            release.set()
+            assert first.result(60).status_code == 200
+        assert busy.status_code == 429, busy.text
+        assert busy.headers["content-type"].startswith(PROBLEM_JSON)
+        assert int(busy.headers["retry-after"]) > 0
+        assert "TM_MAX_VALIDATIONS" in busy.json()["hint"] and busy.json()["limit"] == "max_validations"
+
+        def boom(*_a: Any, **_k: Any) -> Any:
+            raise RuntimeError("executor fault")
+
+        monkeypatch.setattr(mappings_route, "validate", boom)
+        assert c.post("/v1/mappings/validate", json=body).json()["passed"] is False
+        monkeypatch.setattr(mappings_route, "validate", validate)
+        after = c.post("/v1/mappings/validate", json=body)
+        assert after.status_code == 200 and after.json()["passed"] is True, after.text
 
 
 # ---- the OpenAPI examples ------------------------------------------------------------------------

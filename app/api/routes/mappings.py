@@ -7,7 +7,7 @@ import math
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Request
 
 from app.api.deps import SettingsDep
 from app.api.engine_support import (
@@ -19,7 +19,7 @@ from app.api.engine_support import (
     resolve_point,
     to_problem,
 )
-from app.api.errors import Unprocessable
+from app.api.errors import TooMany, Unprocessable
 from app.api.examples_engine import evaluate_examples, validate_examples
 from app.api.schemas_engine import (
     BoundOut,
@@ -47,6 +47,13 @@ UNPROCESSABLE = problem_responses(
         "or a mapping of another problem: the detail names the field and how to fix it"
     }
 )
+
+VALIDATE_RESPONSES = UNPROCESSABLE | problem_responses(
+    {429: "every executor slot is busy with another validation (TM_MAX_VALIDATIONS): retry after Retry-After"}
+)
+
+#: Seconds a client is told to wait when every validation slot is busy.
+VALIDATION_RETRY_SECONDS = 2
 
 #: Sequential reduction steps the executor may take for one request (each is one numpy call over the tile).
 MAX_VALIDATION_STEPS = 1 << 16
@@ -111,15 +118,18 @@ def _steps(problem: Problem, mapping: Mapping) -> int:
     return math.prod(lp.factor for lvl, lp in mapping.loops() if lvl < last and not lp.spatial and lp.axis in red)
 
 
-@router.post("/validate", response_model=ValidateResponse, responses=UNPROCESSABLE, summary="Run a mapping")
+@router.post("/validate", response_model=ValidateResponse, responses=VALIDATE_RESPONSES, summary="Run a mapping")
 def validate_mapping(
     req: Annotated[ValidateRequest, Body(openapi_examples=validate_examples())],
     settings: SettingsDep,
+    request: Request,
 ) -> ValidateResponse:
     """Run the mapping tile by tile in numpy, in the declared dtypes, on seeded random inputs and compare
     it with the exact reference. Problems over the executor's memory cap are validated on a proxy that
     keeps the mapping's structure (the report says how much was checked); a mapping no proxy can bring
-    under the cap is reported with `passed: null` and a note. A mapping of another problem is a 422."""
+    under the cap is reported with `passed: null` and a note. A mapping of another problem is a 422.
+    At most `TM_MAX_VALIDATIONS` runs share the API process at once, so long runs cannot take every
+    request thread; beyond that the answer is a 429 with `Retry-After`."""
     problem = to_problem(req.problem, settings, priced=True)
     require_mapping_of(problem, req.mapping)
     steps = _steps(problem, req.mapping)
@@ -128,6 +138,14 @@ def validate_mapping(
             f"the mapping takes {steps} sequential reduction steps, over the {MAX_VALIDATION_STEPS} a request may run",
             field="mapping",
             hint="move reduction loops into the innermost level (the instruction tile) or validate with the mapper CLI",
+        )
+    slots = request.app.state.validation_slots  # TM_MAX_VALIDATIONS executor runs at once (app.main)
+    if not slots.acquire(blocking=False):
+        raise TooMany(
+            f"all {settings.max_validations} validation slots of this service are busy",
+            limit="max_validations",
+            hint=f"retry in {VALIDATION_RETRY_SECONDS} s, or raise the limit with TM_MAX_VALIDATIONS",
+            headers={"Retry-After": str(VALIDATION_RETRY_SECONDS)},
         )
     t0 = time.perf_counter()
     try:
@@ -143,6 +161,8 @@ def validate_mapping(
             problem_hash=content_hash(problem), passed=False, report=None,
             note=f"validation raised {type(e).__name__}: {e}", seconds=time.perf_counter() - t0,
         )  # fmt: skip
+    finally:
+        slots.release()
     return ValidateResponse(
         problem_hash=content_hash(problem),
         passed=bool(report.passed),
