@@ -206,3 +206,14 @@ def test_cli_tune_reports_the_fold() -> None:
     assert data["transform"]["chosen"] is True and data["transform"]["name"] == "fold"
     table = CliRunner().invoke(app, [*args, "--no-validate"])
     assert "fold: folded chosen" in table.output
+
+
+def test_the_report_draws_the_folded_conv_it_chose() -> None:
+    import report
+    from report.tuning import nest_section
+
+    p, target = patchify(), make_target("wormhole-n150", IN_L1)
+    r = tune(p, target, validate=False)
+    html = report.tune_report(r, p, target)
+    assert "fold: folded chosen" in html
+    assert nest_section(r, folded_problem(p)) in html and nest_section(r, p) not in html
