@@ -137,7 +137,7 @@ def _folded_answer(
     """The folded result as the answer to the original request: its key, its problem, validated against it."""
     notes = [
         choice.summary(),
-        "point, mapping and cost are the folded conv's; the latency value adds the fold op",
+        "point, mapping, cost, roofline bound and gap are the folded conv's; the latency value adds the fold op",
         *folded.notes,
     ]
     both = original.proven_optimal and folded.proven_optimal
