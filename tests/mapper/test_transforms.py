@@ -217,3 +217,19 @@ def test_the_report_draws_the_folded_conv_it_chose() -> None:
     html = report.tune_report(r, p, target)
     assert "fold: folded chosen" in html
     assert nest_section(r, folded_problem(p)) in html and nest_section(r, p) not in html
+
+
+def test_a_folded_problem_the_target_cannot_run_leaves_the_original(monkeypatch: pytest.MonkeyPatch) -> None:
+    from costmodels.protocol import Violation
+
+    p, target = patchify(), make_target("wormhole-n150", IN_L1)
+    real = target.supports
+
+    def no_wide_channels(problem: Problem) -> list[Violation]:
+        wide = problem.axes["ci"] > 4
+        return [Violation(code="test-channels", message="more than 4 input channels")] if wide else real(problem)
+
+    monkeypatch.setattr(target, "supports", no_wide_channels)
+    r = tune(p, target, validate=False)
+    assert r.transform is None and r.mapping is not None and r.mapping == alone(p, target, monkeypatch).mapping
+    assert any(n.startswith("fold not priced") and "more than 4 input channels" in n for n in r.notes)
