@@ -233,3 +233,15 @@ def test_a_folded_problem_the_target_cannot_run_leaves_the_original(monkeypatch:
     r = tune(p, target, validate=False)
     assert r.transform is None and r.mapping is not None and r.mapping == alone(p, target, monkeypatch).mapping
     assert any(n.startswith("fold not priced") and "more than 4 input channels" in n for n in r.notes)
+
+
+def test_the_fold_op_price_decides_a_close_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same cheaper-folded conv keeps its original form once the fold op costs more than the fold saves."""
+    p, target = patchify(), make_target("wormhole-n150", IN_L1)
+    saved = tune(p, target, validate=False).transform
+    assert saved is not None and saved.chosen and saved.original_latency and saved.transformed_latency
+    gain = saved.original_latency - saved.transformed_latency
+    for op, chosen in ((0.99 * gain, True), (1.01 * gain, False)):
+        monkeypatch.setattr(transforms, "fold_op_seconds", lambda *a, op=op: op)
+        t = tune(p, target, validate=False).transform
+        assert t is not None and t.chosen is chosen and t.transform_latency == op
