@@ -69,6 +69,8 @@ def result_table(r: TuneResult) -> Table:
         t.add_row("validation", "passed" if r.validation_passed else "FAILED")
     elif r.validation is not None and r.validation.get("status") == "not-checked":
         t.add_row("validation", escape(str(r.validation.get("reason", "not checked"))))
+    if r.transform is not None:
+        t.add_row("transform", escape(r.transform.summary()))
     if r.point:
         t.add_row("point", escape(", ".join(f"{k}={v}" for k, v in r.point.items())))
     t.add_row("cost model", r.cost_model_version)

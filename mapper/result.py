@@ -106,6 +106,43 @@ class StrategyTie(BaseModel):
     point: dict[str, Choice]
 
 
+class TransformChoice(BaseModel):
+    """A rewrite of the problem the search priced beside it (`mapper.transforms`), and whether it won.
+
+    Tenstorrent, latency alone: a strided conv2d is also tuned folded (`workload.conv_fold`: the
+    stride-1 conv on space-to-depth folded input that tt-metal runs ResNet-50's stem as), the fold op
+    priced on top; the cheaper answers. When `chosen`, the result's point, mapping and cost are the
+    folded conv's, its latency value includes the fold op, and validation ran against the original.
+    """
+
+    model_config = ConfigDict(frozen=True)
+    name: str = Field(description="the transformation, e.g. fold")
+    description: str
+    chosen: bool = Field(description="the answer is the transformed problem's mapping")
+    original_latency: float | None = Field(description="seconds, best mapping of the problem as given")
+    transformed_latency: float | None = Field(description="seconds, best mapping of the transformed problem alone")
+    transform_latency: float = Field(description="seconds, the transformation op itself (the fold's data movement)")
+    transformed_problem: str = Field(description="one-line summary of the transformed problem")
+    pricing: str = Field(description="how the transformation op was priced, with its sources")
+
+    @property
+    def total_latency(self) -> float | None:
+        """Transformed problem plus the op: what the transformed answer costs."""
+        return None if self.transformed_latency is None else self.transformed_latency + self.transform_latency
+
+    def summary(self) -> str:
+        """One line: which form answered and both prices."""
+
+        def ms(v: float | None) -> str:
+            return "-" if v is None else f"{v * 1e6:.2f} us"
+
+        which = "folded" if self.chosen else "original"
+        return (
+            f"{self.name}: {which} chosen; original {ms(self.original_latency)}, folded "
+            f"{ms(self.transformed_latency)} + {self.name} op {ms(self.transform_latency)} = {ms(self.total_latency)}"
+        )
+
+
 class TuneResult(BaseModel):
     """The best mapping of a problem on a target, with the evidence for it."""
 
@@ -154,6 +191,9 @@ class TuneResult(BaseModel):
         default_factory=list,
         description="Tenstorrent: the best of each strategy within 0.5% of the fastest, in tie-break order "
         "(less data moved, then fewer cores); the first is the reported mapping (mapper.ties)",
+    )
+    transform: TransformChoice | None = Field(
+        default=None, description="a rewrite priced beside the problem (the folded stem) and whether it answered"
     )
     trial_workers: dict[str, int] = Field(
         default_factory=dict, description="trials each worker ran, when several workers shared the search's study"

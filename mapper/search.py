@@ -102,7 +102,12 @@ def tune(
     update: dict[str, Any] = {"ties": ties} if ties else {}
     if cert is not None:
         update["certificate"] = cert
-    return result.model_copy(update=update) if update else result
+    result = result.model_copy(update=update) if update else result
+    from mapper.transforms import choose_fold  # the folded stem: priced beside the problem, cheaper answers
+
+    return choose_fold(
+        problem, target, settings, result, tune=tune, overrides=overrides, validate=validate, progress=progress
+    )
 
 
 def _break_ties(

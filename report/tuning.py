@@ -71,6 +71,8 @@ def summary_rows(result: TuneResult) -> list[tuple[str, object]]:
         ("search time", f"{num(result.seconds)} s" + (" (cached result)" if result.cached else "")),
         ("cost model", result.cost_model_version),
     ]
+    if result.transform is not None:  # the folded stem, priced beside the problem (mapper.transforms)
+        rows.append(("transform", result.transform.summary()))
     return rows
 
 
@@ -189,6 +191,10 @@ def grid_section(result: TuneResult, problem: Problem, target: Target | None) ->
 
 def tune_body(result: TuneResult, problem: Problem, target: Target | None = None, *, label: str = "") -> str:
     """Every section of one result's report."""
+    if result.transform is not None and result.transform.chosen:  # the mapping is the folded conv's
+        from workload.conv_fold import folded_problem
+
+        problem = folded_problem(problem)
     parts = [section("Summary", kv_table(summary_rows(result), cls="summary"), id="summary")]
     point = roofline_point(result, problem, label or problem.label or "problem")
     if point is not None:
