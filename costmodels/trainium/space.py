@@ -146,16 +146,14 @@ def tile_caps(problem: Problem, hw: TrainiumHardware, role: str, kind: str) -> t
     return every_tile(limit) if kind == EVERY else ladder(limit, FLOORS[role], kind)
 
 
-def build_space(problem: Problem, hw: TrainiumHardware, *, tiles: str | dict[str, str] = POW2) -> SearchSpace:
+def build_space(problem: Problem, hw: TrainiumHardware, *, tiles: str | dict[str, str] = "auto") -> SearchSpace:
     """The mapping choices of a supported binary problem, without choices that repeat a mapping.
 
-    Tiles (`costmodels.trainium.tiles`): rule T1 offers balanced tiles only. The space offered
-    (the default) takes the powers-of-two ladder; ``tiles="auto"`` widens each role (moving,
-    stationary, contraction, in that order) to the ``3 * 2^a`` ladder (`tiles.THREE_HALVES`) while
-    the space stays within `tiles.POINT_BUDGET` points (measured: -4.31% latency on a trn1
-    1094x532x2079 GEMM), but it is not the default yet: on trn1 it leaves branch and bound
-    pruning no structure of tests/costmodels/test_structure_bounds.py's GEMM (undiagnosed). A
-    dict names a ladder (or ``EVERY``) per role ``s``/``m``/``k``.
+    Tiles (`costmodels.trainium.tiles`): rule T1 offers balanced tiles only; with ``tiles="auto"``
+    (the default) each role (moving, stationary, contraction, in that order) takes the ``3 * 2^a``
+    ladder (`tiles.THREE_HALVES`) while the space stays within `tiles.POINT_BUDGET` points, else
+    the powers of two (`tiles.POW2`, the space before issue #12's tiles); a dict names a ladder
+    (or ``EVERY``) per role ``s``/``m``/``k``.
 
     Dropped: tile and block caps that give the same split as a kept one; loop orders that differ
     only in where a role with a single block goes; shard roles with a single tile (nothing to
@@ -165,10 +163,10 @@ def build_space(problem: Problem, hw: TrainiumHardware, *, tiles: str | dict[str
     tile size with no rule is the product of every choice (2 stationary x 128 x 512 x 128 tiles x
     5^3 block caps x 6 orders x 2 accumulators x cores x shards: 3 roles, plus the 6 pairs on trn2);
     after rule T1 and the merges above it is `build_space` with every tile (one per count); offered
-    is the default (powers of two, as before this rule) and widened is ``tiles="auto"``:
+    is the default ``tiles="auto"`` and before is the powers of two alone (``tiles="pow2"``):
 
     ==============================  ===================  ================  =========  =========
-    problem, preset                 every tile, no rule  after T1, merges  widened    offered
+    problem, preset                 every tile, no rule  after T1, merges  offered    before
     ==============================  ===================  ================  =========  =========
     4096^3 GEMM, trn1               150,994,944,000      13,271,040,000    1,260,000  432,000
     4096^3 GEMM, trn2               905,969,664,000      53,084,160,000    1,728,000  1,728,000
@@ -176,7 +174,7 @@ def build_space(problem: Problem, hw: TrainiumHardware, *, tiles: str | dict[str
     ResNet-50 layer1.0.conv2, trn2  905,969,664,000      435,456,000       1,728,000  1,728,000
     ==============================  ===================  ================  =========  =========
 
-    Offered and widened stay within the mapper's 2,000,000-point enumeration, so ``auto`` proves
+    Offered and before stay within the mapper's 2,000,000-point enumeration, so ``auto`` proves
     its optimum over them (on trn2 both problems widen nothing: one wider ladder would pass the
     budget); the space after T1 is not searched (see `costmodels.trainium.tiles`).
     """

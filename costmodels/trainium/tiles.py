@@ -37,7 +37,7 @@ priced grid (`scoring.price_grid`, 32 bytes per point) and the mapper's exhausti
 hold. The space therefore offers the caps of a ladder, `LADDERS`: powers of two from the limit
 down to a floor (32 stationary and contraction, 64 moving); `THREE_HALVES` adds the caps
 ``3 * 2^a`` between them (96, 192, 384), a role's wider ladder taken only while the space stays
-within `POINT_BUDGET` (``space.build_space(tiles="auto")``, not the default yet). Counts the ladder
+within `POINT_BUDGET` (``space.build_space(tiles="auto")``, the default). Counts the ladder
 does not reach are left out by that restriction, not by a proof: "optimal" means optimal over the
 offered space.
 """
