@@ -76,6 +76,9 @@ class PricedGrid:
     offchip: np.ndarray
     footprint: np.ndarray
     energy: np.ndarray | None = None  # pJ (costmodels.energy: MACs and bytes at hbm, sbuf, psum); None: not priced
+    #: ``fill + max(tensor engine, steady DMA)`` cycles of every point, over `axes` with ``acc`` of size 1
+    #: (`cost.traffic`'s ``prologue + busy``, which the latency adds the eviction to: trainium/bounds.py)
+    floor: np.ndarray | None = None
 
 
 @cache
@@ -240,6 +243,7 @@ def price_grid(
         raise ValueError(f"the grid prices the parameters {LAYOUT}, not {tuple(ch)}")
     shape = tuple(len(ch[n]) for n in LAYOUT)
     tables = tuple(np.empty(shape) for _ in range(4))
+    floor = np.empty((*shape[:2], 1, *shape[3:]))
     energy = pricer(hw.energy, problem, ENERGY_LEVELS)
     inner = shape[3:]  # shard and the axes after it
     n_deep = 0
@@ -259,11 +263,13 @@ def price_grid(
                 src: tuple[int | slice, ...] = (si, ci, every_acc, 0, *deep[1:])
                 for t in tables:
                     t[dst] = t[src]
+                floor[(si, ci, 0, *deep)] = floor[(si, ci, 0, 0, *deep[1:])]
                 continue
             one_shard = ci == one_core and not deep
             q = slab_quantities({k: _slab(v, (ci, 0, *deep), one_shard) for k, v in g.items()}, eff, psums[0])
             tr = traffic(hw, c, q)
             fixed = any_violated(tile_violations(hw, c, q).values())
+            np.add(tr.prologue, tr.busy, out=floor[(si, ci, 0, *deep)])
             for ai, psum in enumerate(psums):
                 qa = replace(q, acc_psum=psum)
                 acc = accumulation(hw, c, qa, tr)
@@ -277,7 +283,7 @@ def price_grid(
                 np.add(tr.hbm_chip, pen, out=off)
                 np.add(acc.footprint, pen, out=foot)
     lat, off, foot, en = (t.reshape(-1) for t in tables)
-    return PricedGrid(axes=LAYOUT, shape=shape, latency=lat, offchip=off, footprint=foot, energy=en)
+    return PricedGrid(axes=LAYOUT, shape=shape, latency=lat, offchip=off, footprint=foot, energy=en, floor=floor)
 
 
 class GridScorer:

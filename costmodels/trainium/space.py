@@ -14,20 +14,8 @@ Parameters (hardware-facts.md §2.2 step 1 and nki-nc_matmul.txt limits):
 Choices that give the same loop nest as a kept choice for this problem are dropped (see
 `build_space`), so small problems have small spaces.
 
-Space sizes (issue #12; bf16, batch 1). Unpruned is the product of every listed choice (2
-stationary x 3 x 4 x 3 tile caps x 5^3 block caps x 6 orders x 2 accumulators x cores x shards:
-3 roles, plus on trn2 the 6 pairs ``m2s m4s m2b m4b s2b s4b``); pruned is after the rules above:
-
-====================  ==========================  ==============================================
-problem               trn1 unpruned -> pruned     trn2 unpruned -> pruned (single shards only)
-====================  ==========================  ==============================================
-4096^3 GEMM           648,000 -> 432,000          3,888,000 -> 1,728,000 (before pairs: 864,000)
-ResNet-50 3x3 conv    648,000 -> 432,000          3,888,000 -> 1,728,000 (before pairs: 864,000)
-(layer1.0.conv2)
-====================  ==========================  ==============================================
-
-Both stay within the mapper's 2,000,000-point enumeration. Tile caps are still the powers of two
-listed below (tile sizes between them: not done yet). The space is a product of choices, so a
+Tile caps come from `costmodels.trainium.tiles` (legal tiles, rule T1, the ladders); the space
+sizes before and after the rules are in `build_space`. The space is a product of choices, so a
 choice is dropped only when it repeats a mapping at every point: ``cores=1`` still comes with
 every shard choice (the same nest).
 """
@@ -41,14 +29,12 @@ from costmodels.protocol import Param, SearchSpace
 from costmodels.trainium.cost import ProblemConsts
 from costmodels.trainium.hardware import TrainiumHardware
 from costmodels.trainium.nest import Roles, roles_of, shard_cores, shard_roles, split_role
+from costmodels.trainium.orders import distinct_orders
+from costmodels.trainium.tiles import FLOORS, POINT_BUDGET, POW2, THREE_HALVES, every_tile, ladder, role_limit
 from workload import dtypes
 from workload.problem import Problem
 
-TILE_STAT_CAPS: tuple[int, ...] = (128, 64, 32)
-TILE_MOV_CAPS: tuple[int, ...] = (512, 256, 128, 64)
-TILE_K_CAPS: tuple[int, ...] = (128, 64, 32)
 BLOCK_CAPS: tuple[int, ...] = (1, 2, 4, 8, 16)
-ORDERS: tuple[str, ...] = ("smk", "msk", "skm", "mks", "ksm", "kms")
 ACCS: tuple[str, ...] = ("sbuf", "psum")
 STATIONARY: tuple[str, ...] = ("weight", "other")
 _FP8 = ("f8e4m3", "f8e5m2")
@@ -75,7 +61,7 @@ def _sizes(problem: Problem, roles: Roles, role: str) -> list[int]:
     return [problem.axes[a] for a in roles.axes[role]]
 
 
-def _distinct_caps(problem: Problem, caps: tuple[int, ...], role_pairs: list[tuple[Roles, str]]) -> tuple[int, ...]:
+def distinct_caps(problem: Problem, caps: tuple[int, ...], role_pairs: list[tuple[Roles, str]]) -> tuple[int, ...]:
     """Keep the caps whose tiles differ from those of every larger cap already kept."""
     seen: set[tuple[tuple[int, ...], ...]] = set()
     out: list[int] = []
@@ -109,22 +95,6 @@ def core_choices(hw: TrainiumHardware) -> tuple[int, ...]:
 def _most_tiles(problem: Problem, role_pairs: list[tuple[Roles, str]], caps: tuple[int, ...]) -> int:
     """Most instruction tiles a role can have (smallest tile cap, one core): its most block-loop trips."""
     return max(math.prod(split_role(_sizes(problem, r, role), cap, 1, 1).hbm) for r, role in role_pairs for cap in caps)
-
-
-def distinct_orders(busy: str) -> tuple[str, ...]:
-    """One order per relative order of the roles that can have several blocks (`busy`).
-
-    A role with a single block has no block loop, so where the order puts it changes neither the
-    loop nest nor the cost.
-    """
-    seen: set[str] = set()
-    out: list[str] = []
-    for o in ORDERS:
-        key = "".join(c for c in o if c in busy)
-        if key not in seen:
-            seen.add(key)
-            out.append(o)
-    return tuple(out)
 
 
 def pair_shards(shards: tuple[str, ...], hw: TrainiumHardware) -> tuple[str, ...]:
@@ -166,18 +136,73 @@ def double_row(problem: Problem, hw: TrainiumHardware) -> bool:
     return hw.fp8_double_row and fp8
 
 
-def build_space(problem: Problem, hw: TrainiumHardware) -> SearchSpace:
+#: tile sets `build_space` takes per role: a ladder of `tiles.LADDERS`, or every legal tile (``EVERY``)
+EVERY = "every"
+
+
+def tile_caps(problem: Problem, hw: TrainiumHardware, role: str, kind: str) -> tuple[int, ...]:
+    """The tile caps of a role before merging: a ladder (`tiles.ladder`) or every legal tile (``EVERY``)."""
+    limit = role_limit(hw, role, double_row(problem, hw))
+    return every_tile(limit) if kind == EVERY else ladder(limit, FLOORS[role], kind)
+
+
+def build_space(problem: Problem, hw: TrainiumHardware, *, tiles: str | dict[str, str] = "auto") -> SearchSpace:
     """The mapping choices of a supported binary problem, without choices that repeat a mapping.
+
+    Tiles (`costmodels.trainium.tiles`): rule T1 offers balanced tiles only; with ``tiles="auto"``
+    (the default) each role (moving, stationary, contraction, in that order) takes the ``3 * 2^a``
+    ladder (`tiles.THREE_HALVES`) while the space stays within `tiles.POINT_BUDGET` points, else
+    the powers of two (`tiles.POW2`, the space before issue #12's tiles); a dict names a ladder
+    (or ``EVERY``) per role ``s``/``m``/``k``.
 
     Dropped: tile and block caps that give the same split as a kept one; loop orders that differ
     only in where a role with a single block goes; shard roles with a single tile (nothing to
     split: the same nest as one core); core counts that split every shardable role like a smaller one.
+
+    Sizes (bf16, batch 1; `tests/costmodels/trainium/test_trainium_tiles.py` recomputes them): every
+    tile size with no rule is the product of every choice (2 stationary x 128 x 512 x 128 tiles x
+    5^3 block caps x 6 orders x 2 accumulators x cores x shards: 3 roles, plus the 6 pairs on trn2);
+    after rule T1 and the merges above it is `build_space` with every tile (one per count); offered
+    is the default ``tiles="auto"`` and before is the powers of two alone (``tiles="pow2"``):
+
+    ==============================  ===================  ================  =========  =========
+    problem, preset                 every tile, no rule  after T1, merges  offered    before
+    ==============================  ===================  ================  =========  =========
+    4096^3 GEMM, trn1               150,994,944,000      13,271,040,000    1,260,000  432,000
+    4096^3 GEMM, trn2               905,969,664,000      53,084,160,000    1,728,000  1,728,000
+    ResNet-50 layer1.0.conv2, trn1  150,994,944,000      108,864,000       648,000    432,000
+    ResNet-50 layer1.0.conv2, trn2  905,969,664,000      435,456,000       1,728,000  1,728,000
+    ==============================  ===================  ================  =========  =========
+
+    Offered and before stay within the mapper's 2,000,000-point enumeration, so ``auto`` proves
+    its optimum over them (on trn2 both problems widen nothing: one wider ladder would pass the
+    budget); the space after T1 is not searched (see `costmodels.trainium.tiles`).
     """
+    if tiles == "auto":
+        kinds = {"s": POW2, "m": POW2, "k": POW2}
+        space = _space(problem, hw, kinds)
+        for role in ("m", "s", "k"):
+            wider = _space(problem, hw, {**kinds, role: THREE_HALVES})
+            if wider.size <= POINT_BUDGET:
+                kinds[role], space = THREE_HALVES, wider
+        return space
+    if isinstance(tiles, str):
+        tiles = {"s": tiles, "m": tiles, "k": tiles}
+    return _space(problem, hw, tiles)
+
+
+def _pow2_first(caps: tuple[int, ...]) -> tuple[int, ...]:
+    """Powers of two first (largest first), then the other caps: a merged split keeps its power-of-two cap."""
+    return tuple(sorted(caps, key=lambda c: (c & (c - 1) != 0, -c)))
+
+
+def _space(problem: Problem, hw: TrainiumHardware, kinds: dict[str, str]) -> SearchSpace:
     both = [roles_of(problem, s) for s in STATIONARY]
-    k_caps = ((2 * hw.pe_rows,) if double_row(problem, hw) else ()) + TILE_K_CAPS
-    ts = _distinct_caps(problem, TILE_STAT_CAPS, [(r, "s") for r in both])
-    tm = _distinct_caps(problem, TILE_MOV_CAPS, [(r, "m") for r in both])
-    tk = _distinct_caps(problem, k_caps, [(both[0], "k")])
+    caps_of = {role: _pow2_first(tile_caps(problem, hw, role, kinds[role])) for role in "smk"}
+    ts = distinct_caps(problem, caps_of["s"], [(r, "s") for r in both])
+    tm = distinct_caps(problem, caps_of["m"], [(r, "m") for r in both])
+    tk = distinct_caps(problem, caps_of["k"], [(both[0], "k")])
+    ts, tm, tk = (tuple(sorted(c, reverse=True)) for c in (ts, tm, tk))
     caps = {"s": ts, "m": tm, "k": tk, "b": (1,)}
     pairs = {role: [(r, role) for r in both] for role in "smkb"}
     busy = "".join(role for role in "smk" if _most_tiles(problem, pairs[role], caps[role]) > 1)

@@ -36,7 +36,7 @@ from costmodels.ir import Mapping, coverage_errors, flat_mapping
 from costmodels.presets import load_preset
 from costmodels.problem_memo import ProblemMemo
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Param, SearchSpace, Violation
-from costmodels.trainium.bounds import EngineBound, engine_bound
+from costmodels.trainium.bounds import EngineBound
 from costmodels.trainium.cost import Evaluation, ProblemConsts, Quantities, evaluate, lower_bound_cycles
 from costmodels.trainium.energy import operand_bytes, stall_stack
 from costmodels.trainium.hardware import ENERGY_LEVELS, TrainiumHardware
@@ -61,6 +61,7 @@ class Prepared:
     space: SearchSpace
     coder: SpaceCoder
     scorer: GridScorer | None  # None: the problem cannot run here (every point infeasible)
+    floor: np.ndarray | None = None  # the priced grid's ``fill + max(te, dma)`` cycles (trainium/bounds.py)
 
 
 class TrainiumTarget(FamilyTarget[Prepared]):
@@ -84,7 +85,7 @@ class TrainiumTarget(FamilyTarget[Prepared]):
         grid = price_grid(
             problem, self.hardware, space, lambda r: problem_consts(problem, self.hardware, r, supported=True)
         )
-        return Prepared(reasons, space, SpaceCoder(space), GridScorer(grid))
+        return Prepared(reasons, space, SpaceCoder(space), GridScorer(grid), grid.floor)
 
     def _score_codes(self, problem: Problem, prep: Prepared, codes: dict[str, np.ndarray]) -> BatchScore:
         """Points by choice index, gathered from the problem's priced grid (`trainium.scoring`)."""
@@ -93,11 +94,9 @@ class TrainiumTarget(FamilyTarget[Prepared]):
 
     def _engine_bound(self, problem: Problem) -> EngineBound | None:
         prep = self.prepared(problem)
-        if prep.reasons:
+        if prep.reasons or prep.floor is None:
             return None
-        return engine_bound(
-            problem, self.hardware, prep.space, lambda r: problem_consts(problem, self.hardware, r, supported=True)
-        )
+        return EngineBound(space=prep.space, floor=prep.floor, clock_hz=self.hardware.te_clock_hz)
 
     def structure_bound(self, problem: Problem, fixed_choices: dict[str, Choice]) -> float:
         """Seconds no feasible point with these fixed choices can beat (trainium/bounds.py; `StructureBounded`)."""

@@ -24,8 +24,9 @@ from costmodels.choice_codes import SpaceCoder
 from costmodels.protocol import BatchScore, Choice, Param, SearchSpace
 from costmodels.registry import get_target
 from costmodels.trainium.nest import roles_of
+from costmodels.trainium.orders import ORDERS, distinct_orders
 from costmodels.trainium.scoring import GridScorer, PricedGrid, effect_tables, order_effects
-from costmodels.trainium.space import ORDERS, core_choices, distinct_orders
+from costmodels.trainium.space import core_choices
 from costmodels.trainium.target import TrainiumTarget
 from mapper.enumerate import point_at
 from workload.conv2d import conv2d

@@ -87,9 +87,10 @@ def test_pairs_only_add_points_no_optimum_gets_worse() -> None:
     assert _best(t, p) <= single
 
 
-@pytest.mark.parametrize(("layer", "gain"), [("layer3.1.conv1", 0.25), ("layer2.0.conv3", 0.17)])
+@pytest.mark.parametrize(("layer", "gain"), [("layer3.1.conv1", 0.22), ("layer2.0.conv3", 0.17)])
 def test_pairs_beat_single_role_shards_on_resnet50_layers(layer: str, gain: float) -> None:
-    """Measured with bench.mapper_quality (trn2, batch 1): -25.5% and -18.0% against the single-role optimum."""
+    """Measured with bench.mapper_quality (trn2, batch 1): -25.5% and -18.0% against the single-role optimum
+    with the powers-of-two tiles; -22.2% on layer3.1.conv1 since the 3 * 2^a tiles improved its single-role optimum."""
     t = target("trn2")
     p = next(q for q in named.load("resnet50") if q.label.endswith(layer))
     assert _best(t, p) <= (1 - gain) * _best(t, p, ("m", "s", "b"))
