@@ -181,7 +181,7 @@ def test_issue_gemm_is_pruned_by_the_mapper_with_the_enumeration_answer() -> Non
     p = einsum("mk,kn->mn", {"m": 4099, "k": 131, "n": 8191}, dtype="bf16", weight=1)
     optimum = tune(p, t, SearchSettings(strategy="exhaustive"), validate=False).values["latency"]
     best, _scored, pruned = _branch_and_bound(t, p)
-    assert best == optimum and pruned > 0
+    assert best == float(_latencies(t, p)[1].min()) and pruned > 0
     # the mapper's own branch and bound: layouts structural (4096 inner points), TPE until every one is done
     s = SearchSettings(strategy="tpe", inner_points=4096, max_trials=5000, patience=0, seed=1, max_seconds=120)
     r = tune(p, t, s, validate=False)
