@@ -1,18 +1,19 @@
 """Admissible latency bounds of structures of the Tensix space (issue #12, branch and bound).
 
 The mapper searches a large space by *structures* (some parameters fixed, `mapper.bounds`; under
-the default split, `mapper.strategies.encoding.split_params`, the Tensix structures are the
-double-buffer and split-reader flags, plus memory placement on the larger spaces; with fewer inner
-points the layout, i.e. the core grid, is structural too) and skips a structure whose bound is not
-below the best latency found. `TTStructureBound` bounds one: the smallest, over the *cells* the
-fixed choices leave, of
+the default split, `mapper.strategies.encoding.split_params` with 65,536 inner points, the Tensix
+structures are some of the double-buffer and split-reader flags, and the memory placement on the
+larger spaces; with fewer inner points the layout, i.e. the core grid, is structural too) and skips
+a structure whose bound is not below the best latency found. `TTStructureBound` bounds one: the
+smallest, over the *cells* the fixed choices leave, of
 
     cycles_lb = max(main_lb, t_dram_lb) + t_halo + t_reshard
 
 where a cell is one value of each of `GRID` (layout, memory, math_fidelity, fp32_acc,
 act_double_buffer, weights_double_buffer, split_reader), and the other parameters
-(act_block_h_rank, in0_block_w, act_block_w_div, subblock_rank) are relaxed to their most
-favourable value in the structure (the fixed one, else the extreme of the space's choices).
+(act_block_h_rank, in0_block_w, act_block_w_div) are relaxed to their most favourable value in
+the structure (the fixed one, else the extreme of the space's choices), and the output sub-block to
+any pair of ttnn's list that the destination register and ``pn_t`` allow.
 Cells that no point can make feasible are infinite. The terms use the per-layout fields of
 `tenstorrent.resolve.layout_table` and `tenstorrent.cost.dram_k_tiles` (what `cost.evaluate`
 reads) and the same formulas.
