@@ -38,7 +38,9 @@ from costmodels.choice_codes import ScoreFn
 from costmodels.family import OBJECTIVES, FamilyTarget, knobs_violation
 from costmodels.ir import Mapping
 from costmodels.presets import load_preset
+from costmodels.problem_memo import ProblemMemo
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Violation
+from costmodels.tenstorrent.bounds import TTStructureBound, structure_bound
 from costmodels.tenstorrent.cost import PARAMS, Evaluation
 from costmodels.tenstorrent.energy import level_bytes, operand_bytes, stall_stack
 from costmodels.tenstorrent.hardware import TensixHardware
@@ -61,6 +63,7 @@ class TenstorrentTarget(FamilyTarget[TTPrepared]):
     def __init__(self, name: str, hardware: TensixHardware) -> None:
         super().__init__(name, hardware)
         self.hardware: TensixHardware = hardware
+        self._bounds: ProblemMemo[TTStructureBound | None] = ProblemMemo(self._structure_bound, size=self.keep)
 
     def _prepare(self, problem: Problem) -> TTPrepared:
         """GEMM view, space, coder and priced table of a problem (each built on first use)."""
@@ -71,6 +74,15 @@ class TenstorrentTarget(FamilyTarget[TTPrepared]):
 
     def _score_values(self, problem: Problem, prep: TTPrepared) -> ScoreFn:
         return lambda cols: self._batch(score_general(prep.shape, self.hardware, cols, prep.energy))
+
+    def _structure_bound(self, problem: Problem) -> TTStructureBound | None:
+        prep = self.prepared(problem)
+        return None if prep.reasons else structure_bound(prep.shape, self.hardware, prep.space)
+
+    def structure_bound(self, problem: Problem, fixed_choices: dict[str, Choice]) -> float:
+        """Seconds no feasible point with these fixed choices can beat (tenstorrent/bounds.py; `StructureBounded`)."""
+        bound = self._bounds.get(problem)
+        return 0.0 if bound is None else bound(fixed_choices)
 
     def _shape(self, problem: Problem) -> TTShape:
         return self.prepared(problem).shape

@@ -1,4 +1,5 @@
-"""The families' structure bounds (costmodels/ascend/bounds.py, costmodels/trainium/bounds.py):
+"""The families' structure bounds (costmodels/ascend/bounds.py, costmodels/trainium/bounds.py,
+costmodels/tenstorrent/bounds.py):
 admissible on many random problems and structures, tighter than the whole problem's roofline where
 the fixed choices cost more, and what branch and bound prunes by, with a certificate that holds
 whether or not the budget ends first. One test body per property, one row of data per family."""
@@ -51,6 +52,14 @@ FAMILIES = {
         clock="te_clock_hz",
         bad_choice=("tile_mov", 99, "tile_mov=99 is not a choice"),
         bnb=({"m": 127, "k": 500, "n": 300}, 2048, 150),
+    ),
+    "tenstorrent": Family(
+        presets=("wormhole-n150", "blackhole-p150"),
+        max_mkn=(700, 400, 300),
+        dtypes=("bf16", "f32", "bfloat8_b", "bfloat4_b"),
+        clock="clock_hz",
+        bad_choice=("layout", "height/999", "layout='height/999' is not a choice"),
+        bnb=({"m": 1000, "k": 131, "n": 700}, 4096, 400),
     ),
 }
 CASES = [(fam, preset) for fam, f in FAMILIES.items() for preset in f.presets]
