@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from costmodels.gemm_view import gemm_view
-from costmodels.tenstorrent.halo import window_span
+from costmodels.tenstorrent.halo import shard_sticks, window_span
 from costmodels.tenstorrent.hardware import TensixHardware
 from workload import dtypes
 from workload.conv2d import Conv2dParams, as_conv2d
@@ -163,11 +163,13 @@ def _layout_stats(shape: TTShape, grid_x: int, grid_y: int, layout: str) -> Layo
     # (the padding is priced: k_t counts the padded channels); more columns than output tiles idle cores
     split_ok = c <= shape.n_t
     cc = cdiv(ci, c)
+    # rows per core: ttnn's tile-high shards (`halo.shard_sticks`), the split the halo executor uses too
+    rows_t = shard_sticks(shape.rows, r, t) // t
     if kind == "height":
-        pm_t, pn_t = cdiv(shape.m_t, r), shape.n_t
+        pm_t, pn_t = rows_t, shape.n_t
         k_t, kblocks = kh * cdiv(ci * kw, t), kh  # act_block_w = round_up(Cin*Kw, 32), Kh blocks
     elif kind == "block":
-        pm_t, pn_t = cdiv(shape.m_t, r), cdiv(shape.n_t, c)
+        pm_t, pn_t = rows_t, cdiv(shape.n_t, c)
         k_t, kblocks = c * kh * cdiv(cc * kw, t), c * kh  # round_up(Cin/num_c * Kw, 32) per block
     else:
         pm_t, pn_t = shape.m_t, cdiv(shape.n_t, c)
@@ -176,7 +178,7 @@ def _layout_stats(shape: TTShape, grid_x: int, grid_y: int, layout: str) -> Layo
         buf = shape.batches * pm_t * t
         max_remote = total_remote = 0
     else:
-        buf, max_remote, total_remote = halo_sticks(shape.conv, r)
+        buf, max_remote, total_remote = halo_sticks(shape.conv, r, tile=t)
     return LayoutStats(
         kind=kind,
         r=r,
@@ -195,8 +197,11 @@ def _layout_stats(shape: TTShape, grid_x: int, grid_y: int, layout: str) -> Layo
     )
 
 
-def halo_sticks(conv: Conv2dParams, cores: int) -> tuple[int, int, int]:
+def halo_sticks(conv: Conv2dParams, cores: int, *, tile: int) -> tuple[int, int, int]:
     """(largest halo buffer, most sticks one core receives, sticks all cores receive) of `halo.build_halo`.
+
+    Input and output sticks are split into `halo.shard_sticks` shards (ttnn's tile-high shards), as
+    `halo.build_halo(conv, cores, tile=tile)` splits them.
 
     The same configuration in closed form, without building its chunks: core i's buffer holds the
     padded-input sticks from the top-left of its first output's window to the bottom-right of its
@@ -209,7 +214,7 @@ def halo_sticks(conv: Conv2dParams, cores: int) -> tuple[int, int, int]:
     hp, wp = h + 2 * ph, w + 2 * pw
     ho, wo = conv.output_height, conv.output_width
     outs = conv.batch * ho * wo
-    size = cdiv(outs, cores)
+    size = shard_sticks(outs, cores, tile)
     core = np.arange(cores, dtype=np.int64)
     first = np.minimum(core * size, outs)
     used = np.minimum(first + size, outs) > first  # the last cores may get no output sticks
@@ -230,7 +235,7 @@ def halo_sticks(conv: Conv2dParams, cores: int) -> tuple[int, int, int]:
 
     start, end = top_left(first), top_left(last) + window_span(conv) + 1
     d0, d1 = data_before(start), data_before(end)
-    shard = cdiv(conv.batch * h * w, cores)  # input sticks per core (the last shards shorter)
+    shard = shard_sticks(conv.batch * h * w, cores, tile)  # input sticks per core (the last shards shorter)
     local = np.maximum(np.minimum(d1, (core + 1) * shard) - np.maximum(d0, core * shard), 0)
     remote = d1 - d0 - local
     return int((end - start).max(initial=0)), int(remote.max(initial=0)), int(remote.sum())
