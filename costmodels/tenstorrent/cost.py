@@ -190,7 +190,9 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     # one in0_block_w block on the DRAM path
     k_paper = np.where(dram, kb * t, np.where(height, k_full, k_full / c))
     paper = (b_ho * b_wo + k_paper * (b_ho + b_wo)) * bi
-    halo_buf = np.where(dram, 0.0, g["buf"] * g["stick_ch"] * bi)
+    # the halo buffer holds row-major sticks: bf16 for a block-float input (`shape.halo_stick_bytes`)
+    sb = shape.stick_bytes
+    halo_buf = np.where(dram, 0.0, g["buf"] * g["stick_ch"] * sb)
     act_block = b_ho * abw_t * t * bi  # one act_block_h x act_block_w block
     # weights double buffering applies to block sharding (tenstorrent-conv2d.md, Conv2dConfig) and to the
     # streamed weight blocks of the DRAM path
@@ -218,7 +220,8 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     t_comp = t_mac + n_sub * hw.subblock_overhead_cycles
     # reader: im2col gather from the local halo buffer (sharded conv path only), one or two reader kernels
     act_core = B * pm_t * t * k_full * bi  # im2col activation bytes of one core (full K)
-    reader_bytes = np.where(dram | (shape.conv is None), 0.0, act_core / c)
+    # the reader gathers the halo buffer's sticks, so it reads them in the halo's format (bf16 for block floats)
+    reader_bytes = np.where(dram | (shape.conv is None), 0.0, act_core / c * (sb / bi))
     t_reader = reader_bytes / (hw.l1_port_bytes_per_cycle * np.where(x["split"], 2, 1))
     # activations a core receives: block along the core row, width to all cores (tenstorrent-conv2d.md,
     # "Sharded Input Data Movement Across Cores"; the other c-1 slices); DRAM: its rows, all of K, once
@@ -262,13 +265,19 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         t_reshard = np.where(dram | (not hw.input_in_l1), 0.0, g["reshard"])
     t_dram = dram_bytes / hw.dram_bytes_per_cycle
     kernel = _over(np.maximum, main, t_dram)
-    # halo op before a sharded conv: remote sticks over the NoC, then the local buffer copy
-    stick = g["stick_ch"] * bi
+    # halo op before a sharded conv: remote sticks over the NoC, then the local buffer copy. A block-float
+    # input is untilized to bf16 sticks first, inside the halo op (`shape.halo_stick_bytes`): each core reads
+    # its input shard's tiles and writes its bf16 rows, one pass through L1 ([ASSUMPTION] at the L1 port
+    # rate, a lower estimate of the unpack/pack work). Its sticks then move as bf16.
+    stick = g["stick_ch"] * sb
+    shard_in = np.ceil(shape.in_sticks / (r * t)) * t  # the core's input shard: `halo.shard_sticks`
+    t_untilize = shard_in * g["stick_ch"] * (bi + sb) / hw.l1_port_bytes_per_cycle if shape.untilize else 0.0
     t_halo = np.where(
         (shape.conv is not None) & ~dram,
         g["max_remote"] * stick / link
         + np.where(g["max_remote"] > 0, hop, 0)
-        + g["buf"] * stick / hw.l1_port_bytes_per_cycle,
+        + g["buf"] * stick / hw.l1_port_bytes_per_cycle
+        + t_untilize,
         0.0,
     )
     cycles = _over(np.add, kernel, t_halo)
@@ -292,7 +301,7 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         "noc_w_bytes": cores_used * w_core,
         "noc_act_bytes": cores_used * act_recv,
         "l1_bytes": cores_used * reader_bytes,
-        "halo_bytes": np.where(dram, 0.0, g["tot_remote"] * shape.in_channels * bi),
+        "halo_bytes": np.where(dram, 0.0, g["tot_remote"] * shape.in_channels * sb),
         "footprint": l1_total,
         "paper_bytes": paper,
         "halo_buf": halo_buf,

@@ -47,6 +47,10 @@ class TTShape:
     w_bytes: float
     out_bytes: float
     tile: int
+    # bytes per element of the halo's row-major sticks: bf16 for a block-float input, which exists only in
+    # tiles and which the halo op untilizes to bf16 (`halo_stick_bytes`); the input's own size otherwise
+    stick_bytes: float
+    untilize: bool  # the halo op untilizes the input's tiles first (block floats)
 
     @property
     def m_t(self) -> int:
@@ -65,6 +69,7 @@ def tt_shape(problem: Problem, tile: int) -> TTShape:
     params = as_conv2d(problem)
     if params is not None and not params.is_matmul():
         g = params.groups
+        stick_bytes, untilize = halo_stick_bytes(x.dtype)
         return TTShape(
             batches=g,
             rows=params.batch * params.output_height * params.output_width,
@@ -79,6 +84,8 @@ def tt_shape(problem: Problem, tile: int) -> TTShape:
             w_bytes=sz(w.dtype).bytes,
             out_bytes=sz(problem.output.dtype).bytes,
             tile=tile,
+            stick_bytes=stick_bytes,
+            untilize=untilize,
         )
     gv = view
     return TTShape(
@@ -95,7 +102,32 @@ def tt_shape(problem: Problem, tile: int) -> TTShape:
         w_bytes=sz(w.dtype).bytes,
         out_bytes=sz(problem.output.dtype).bytes,
         tile=tile,
+        stick_bytes=sz(x.dtype).bytes,
+        untilize=False,
     )
+
+
+#: bytes of one bf16 element, the halo's output format for a block-float input
+BF16_BYTES = 2.0
+
+
+def halo_stick_bytes(dtype: str) -> tuple[float, bool]:
+    """(bytes per element of the halo's sticks, whether the halo op untilizes the input first) for an input `dtype`.
+
+    The halo op works on row-major sticks (tenstorrent-conv2d.md, "Haloing": a stick is one pixel with
+    its channels). A tiled input is untilized inside the halo op (tt-metal
+    ``ttnn/operations/sliding_window/halo/device/halo_device_operation.cpp``: the program is
+    ``untilize_with_halo_multi_core_v2``, its output ``Layout::ROW_MAJOR``), and a ``bfloat8_b`` input
+    comes out as ``bfloat16`` (``compute_output_specs``: ``input dtype == BFLOAT8_B ? BFLOAT16``). Block
+    floats exist only in 32x32 tiles (`workload.blockfloat`: 1088 / 576 bytes a tile), so a block-float
+    input is always untilized and its halo sticks, remote copies and buffer are bf16, 2 bytes an element,
+    not the tile's 1.0625 / 0.5625. [ASSUMPTION] ``bfloat4_b`` the same way (the source names only
+    ``BFLOAT8_B``; a row-major block float does not exist). [ASSUMPTION] any other input arrives
+    row-major in its own type (the halo skips the untilize: "Input is ROW_MAJOR, no need to untilize").
+    """
+    if dtypes.is_block(dtype):
+        return BF16_BYTES, True
+    return dtypes.info(dtype).bytes, False
 
 
 @dataclass(frozen=True)
