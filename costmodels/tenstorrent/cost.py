@@ -170,8 +170,12 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     ok["memory"] = x["mem_ok"]
     ok["channel-split"] = np.where(dram, c <= shape.n_t, g["split_ok"] == 1)
     # act_block_h must be a multiple of 32 that divides the per-core height (tenstorrent-conv2d.md, L1 constraint;
-    # hardware-facts.md §4.2 step 5)
-    ok["act-block-h"] = (abh_rows % t == 0) & (abh_rows >= t) & (np.mod(pm_t, np.maximum(abh_t, 1)) == 0)
+    # hardware-facts.md §4.2 step 5). A width-sharded conv takes the whole per-core height: ttnn ignores
+    # act_block_h_override under WIDTH_SHARDED (tenstorrent-conv2d.md, Conv2dConfig), and a 1x1 conv runs as a
+    # matmul whose in0 block is the core's whole M (tt-metal conv2d_utils.cpp,
+    # determine_matmul_op_config_from_conv_op_config: out_block_h = per_core_out_matrix_height_ntile)
+    whole = ~(width & ~dram) | (abh_t == pm_t)
+    ok["act-block-h"] = (abh_rows % t == 0) & (abh_rows >= t) & (np.mod(pm_t, np.maximum(abh_t, 1)) == 0) & whole
     ok["act-block-w-div"] = (div >= 1) & (np.mod(g["k_t"] / g["kblocks"], div) == 0)
     # the streamed K block must divide K (ttnn matmul: in0_block_w divides K_t)
     ok["in0-block-w"] = ~dram | ((kb >= 1) & (np.mod(k_dram, kb) == 0))
@@ -223,14 +227,23 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     # the reader gathers the halo buffer's sticks, so it reads them in the halo's format (bf16 for block floats)
     reader_bytes = np.where(dram | (shape.conv is None), 0.0, act_core / c * (sb / bi))
     t_reader = reader_bytes / (hw.l1_port_bytes_per_cycle * np.where(x["split"], 2, 1))
-    # activations a core receives: block along the core row, width to all cores (tenstorrent-conv2d.md,
-    # "Sharded Input Data Movement Across Cores"; the other c-1 slices); DRAM: its rows, all of K, once
+    # activations a core receives (tenstorrent-conv2d.md, "Sharded Input Data Movement Across Cores"): block and
+    # width sharding split the input channels, "each core fetches a subset of the weights matrix corresponding to
+    # its assigned output", computes a partial output from its own slice, then "each core broadcast[s] its input
+    # in turn" to the cores that need it (block: its core row; width: every core), which add partial outputs. So
+    # a core receives the other c-1 slices of every activation row it computes: (c-1)/c of its im2col rows at
+    # full K. DRAM: its rows, all of K, once.
     act_recv = np.where(dram, act_core, (c - 1) * act_core / c)
-    # weights: height replicates the full weights; block/width and DRAM stream them once per act block (nbh)
+    # weights: height replicates the full weights; block/width (the core's output-channel slice) and DRAM
+    # stream them once per act block (nbh; 1 for width, which takes the whole height)
     w_core = B * k_full * b_wo * bw * np.where(height & ~dram, 1, nbh)
     link = hw.noc_link_bytes_per_cycle
     hop = hw.noc_hop_cycles * (hw.grid_x + hw.grid_y)
-    t_act = act_recv / link + np.where(dram | (c > 1), hop, 0)
+    # each broadcast is one multicast (one NoC traversal plus the route's hop latency, hardware-facts.md §4.2
+    # step 4), and the c-1 remote ones of each act block come one after the other ("in turn"): the receiver
+    # waits the latency once per turn. The DRAM path streams its rows in one pass (one latency).
+    turns = np.where(dram, 1.0, B * nbh * np.maximum(c - 1, 0))
+    t_act = act_recv / link + turns * hop
     t_w = w_core / link + hop
     act_path = t_reader + t_act
     main = np.where(adb, np.maximum(t_comp, act_path), t_comp + act_path)  # [ASSUMPTION: else sum] §4.2 step 6
@@ -288,6 +301,7 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         "t_comp": t_comp,
         "t_reader": t_reader,
         "t_act": t_act,
+        "act_turns": turns,
         "t_w": t_w,
         "t_out": t_out,
         "t_dram": t_dram,

@@ -94,8 +94,10 @@ def test_large_gemm_is_feasible_only_from_dram(preset: str) -> None:
     l1 = sc.feasible & (cols["memory"] == "l1-sharded")
     if preset == "wormhole-n150":
         assert not l1.any()  # 1 MiB+ output shards do not fit
-    else:  # only the 110-core splits whose channel split does not divide K (padded) shrink the shards enough
-        assert {str(x) for x in cols["layout"][l1]} == {"block/10x11"} | {f"width/{c}" for c in range(100, 111)}
+    else:  # only the 110-core split whose channel split does not divide K (padded) shrinks the shards enough;
+        # width sharding fits no longer: it computes the whole height in one block (ttnn ignores act_block_h
+        # under WIDTH_SHARDED, tenstorrent-conv2d.md Conv2dConfig)
+        assert {str(x) for x in cols["layout"][l1]} == {"block/10x11"}
     point, seconds = best(t, BIG)
     assert t.check(BIG, t.mapping(BIG, point)) == []
     tflops = 2 * 4096**3 / seconds / 1e12
