@@ -10,12 +10,12 @@ Two memory placements share the compute formulas:
 * ``l1-sharded``: input, output and (height sharding) weights stay resident in L1, as ttnn's
   sharded conv2d ("Sharding", "Haloing").
 * ``dram-interleaved``: operands live in DRAM (tenstorrent-conv2d.md, "Implementation of
-  Convolution Operation on a Single Tensix Core" and "Interleaved Tensors"); each core streams
-  activation blocks ``act_block_h x in0_block_w`` and weight blocks ``in0_block_w x N_core``
-  through circular buffers, computes one output block and writes it back, then moves down the
-  rows. The activation rows are read once (multicast along a core row); the weights of a core
-  column are re-read once per output block along the rows. A conv reads its im2col windows
-  straight from DRAM (no halo, no reuse between windows).
+  Convolution Operation on a Single Tensix Core" and "Interleaved Tensors"); a conv first transforms
+  its input into the activation matrix in DRAM (the document's step 1, a step of its own), then each
+  core streams activation blocks ``act_block_h x in0_block_w`` and weight blocks ``in0_block_w x
+  N_core`` through circular buffers, computes one output block and writes it back, then moves down
+  the rows. The activation rows are read once (multicast along a core row); the weights of a core
+  column are re-read once per output block along the rows. No halo, no reuse between windows.
 
 By default a sharded conv reads its input shards from DRAM and writes its output back, as a lone
 layer does. In a network (issue #13) the input may arrive L1-sharded from the previous layer
@@ -253,11 +253,11 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     t_out = np.where(dram, B * pm_t * t * b_wo * bo / link, 0.0)
     main = _over(np.maximum, main, t_out)
     # DRAM bytes. Sharded: input shards in, unique weights (one multicast per column, re-read per act block).
-    # Interleaved: every activation row once (padded to tiles; at least the whole input tensor, which the
-    # interleaved path reads to build the activation matrix: tenstorrent-conv2d.md single-core step 1), each
+    # Interleaved: every row of the activation matrix once (padded to tiles; a matmul's is its input), each
     # column's weights once per row block (§4.2 step 4: multicast = one traversal). Output written once.
     dram_in_sh = shape.in_sticks * shape.in_channels * bi
-    dram_in_d = max(B * shape.m_t * t * k_dram * t * bi, dram_in_sh)
+    act_matrix = B * shape.m_t * t * k_dram * t * bi
+    dram_in_d = max(act_matrix, dram_in_sh)
     dram_w_d = B * k_dram * t * shape.n_t * t * bw * nbh
     dram_out = B * shape.m_t * t * shape.n_t * t * bo
     cores_used = r * c
@@ -278,6 +278,14 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         t_reshard = np.where(dram | (not hw.input_in_l1), 0.0, g["reshard"])
     t_dram = dram_bytes / hw.dram_bytes_per_cycle
     kernel = _over(np.maximum, main, t_dram)
+    # the interleaved conv's step 1, "Transform the input tensor into the activation matrix", is a step of its
+    # own before the block loop (tenstorrent-conv2d.md, "Implementation of Convolution Operation on a Single
+    # Tensix Core": steps 2-7 then load activation blocks of that matrix from global memory, which L1 cannot
+    # hold). So it runs first, not overlapped: read the input once, write the Kh*Kw-expanded matrix to DRAM
+    # ([ASSUMPTION] at the chip's DRAM bandwidth, interleaved over every bank). A matmul's matrix is its input.
+    im2col = np.where(dram, dram_in_sh + act_matrix, 0.0) if shape.conv is not None else np.zeros(1)
+    t_im2col = im2col / hw.dram_bytes_per_cycle
+    dram_bytes = dram_bytes + im2col
     # halo op before a sharded conv: remote sticks over the NoC, then the local buffer copy. A block-float
     # input is untilized to bf16 sticks first, inside the halo op (`shape.halo_stick_bytes`): each core reads
     # its input shard's tiles and writes its bf16 rows, one pass through L1 ([ASSUMPTION] at the L1 port
@@ -293,7 +301,10 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         + t_untilize,
         0.0,
     )
-    cycles = _over(np.add, kernel, t_halo)
+    # the halo op runs before the conv micro-op: "The input to the convolution micro-op is the output of the
+    # halo operation" (tenstorrent-conv2d.md, "Implementation"), a separate op, so it adds; nothing in the
+    # document overlaps it with compute. The DRAM path has no halo and adds its transform step instead.
+    cycles = _over(np.add, kernel, t_halo) + t_im2col
     if placed is not None:
         cycles = cycles + t_reshard
     a = {
@@ -306,6 +317,7 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         "t_out": t_out,
         "t_dram": t_dram,
         "t_halo": t_halo,
+        "t_im2col": t_im2col,
         "t_reshard": np.zeros(1) if placed is None else np.asarray(t_reshard, dtype=np.float64),
         "reshard_bytes": np.where(dram | (not hw.input_in_l1), 0.0, g["reshard_bytes"]),
         "in_kept": np.zeros(1, dtype=bool) if placed is None else placed["in_keep"],
@@ -338,7 +350,7 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         "sb_w": sb_w,
         "dst": dst,
         # what the energy breakdowns read (costmodels/tenstorrent/energy.py): DRAM bytes per operand, overlaps
-        "dram_act_bytes": np.where(dram, dram_in_d, dram_in_sh),
+        "dram_act_bytes": np.where(dram, dram_in_d, dram_in_sh) + im2col,
         "dram_out_bytes": np.atleast_1d(np.asarray(dram_out, dtype=np.float64)),
         "adb": x["adb"],
         "wdb": wdb,
