@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costmodels.tenstorrent.halo import shard_sticks
 from costmodels.tenstorrent.hardware import TensixHardware
 from costmodels.tenstorrent.shape import TTShape, cdiv
 
@@ -291,7 +292,7 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     # its input shard's tiles and writes its bf16 rows, one pass through L1 ([ASSUMPTION] at the L1 port
     # rate, a lower estimate of the unpack/pack work). Its sticks then move as bf16.
     stick = g["stick_ch"] * sb
-    shard_in = np.ceil(shape.in_sticks / (r * t)) * t  # the core's input shard: `halo.shard_sticks`
+    shard_in = shard_sticks(shape.in_sticks, r, t)  # the core's input shard, as the halo splits it
     t_untilize = shard_in * g["stick_ch"] * (bi + sb) / hw.l1_port_bytes_per_cycle if shape.untilize else 0.0
     t_halo = np.where(
         (shape.conv is not None) & ~dram,

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import overload
 
 import numpy as np
 
@@ -41,7 +42,11 @@ PAD = -1  #: src_core of a padding chunk
 TILE_HEIGHT = 32
 
 
-def shard_sticks(total: int, cores: int, tile: int) -> int:
+@overload
+def shard_sticks(total: int, cores: int, tile: int) -> int: ...
+@overload
+def shard_sticks(total: int, cores: np.ndarray, tile: int) -> np.ndarray: ...
+def shard_sticks(total: int, cores: int | np.ndarray, tile: int) -> int | np.ndarray:
     """Sticks of each shard when `total` sticks are height-sharded over `cores` cores, as ttnn shards them.
 
     ttnn pads the sticks to a multiple of ``cores * tile`` and splits them equally (tt-metal
@@ -50,9 +55,10 @@ def shard_sticks(total: int, cores: int, tile: int) -> int:
     op's input and the conv's output use it alike): ``tile * ceil(total / (cores * tile))``. The
     cost model's per-core height ``ceil(ceil(total / tile) / cores)`` tiles is the same number, and
     the halo configuration the executor validates through uses it too, so both split rows alike
-    (3136 rows over 64 cores: 64-row shards, 49 busy cores, not 49 rows on each of 64).
+    (3136 rows over 64 cores: 64-row shards, 49 busy cores, not 49 rows on each of 64). `cores` may be
+    an array (the cost model's per-point row-core counts).
     """
-    if cores < 1 or tile < 1:
+    if np.any(np.asarray(cores) < 1) or tile < 1:
         raise ValueError(f"cores and tile must be >= 1, got {cores} and {tile}")
     return tile * -(-total // (cores * tile))
 

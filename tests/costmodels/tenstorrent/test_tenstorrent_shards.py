@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+import numpy as np
 import pytest
 
 from costmodels.registry import get_target
@@ -34,6 +35,8 @@ def test_shard_sticks_is_ttnn_tile_high_rule() -> None:
     assert shard_sticks(24, 3, 32) == 32  # one tile: core 0 holds everything
     with pytest.raises(ValueError, match="cores"):
         shard_sticks(10, 0, 32)
+    # the cost model's per-point form (row-core counts as an array) gives the same numbers
+    np.testing.assert_array_equal(shard_sticks(3136, np.array([64.0, 13.0, 1.0]), 32), [64, 256, 3136])
 
 
 def test_the_worked_example_tiled_puts_everything_on_core_0() -> None:
