@@ -10,12 +10,12 @@ Two memory placements share the compute formulas:
 * ``l1-sharded``: input, output and (height sharding) weights stay resident in L1, as ttnn's
   sharded conv2d ("Sharding", "Haloing").
 * ``dram-interleaved``: operands live in DRAM (tenstorrent-conv2d.md, "Implementation of
-  Convolution Operation on a Single Tensix Core" and "Interleaved Tensors"); each core streams
-  activation blocks ``act_block_h x in0_block_w`` and weight blocks ``in0_block_w x N_core``
-  through circular buffers, computes one output block and writes it back, then moves down the
-  rows. The activation rows are read once (multicast along a core row); the weights of a core
-  column are re-read once per output block along the rows. A conv reads its im2col windows
-  straight from DRAM (no halo, no reuse between windows).
+  Convolution Operation on a Single Tensix Core" and "Interleaved Tensors"); a conv first transforms
+  its input into the activation matrix in DRAM (the document's step 1, a step of its own), then each
+  core streams activation blocks ``act_block_h x in0_block_w`` and weight blocks ``in0_block_w x
+  N_core`` through circular buffers, computes one output block and writes it back, then moves down
+  the rows. The activation rows are read once (multicast along a core row); the weights of a core
+  column are re-read once per output block along the rows. No halo, no reuse between windows.
 
 By default a sharded conv reads its input shards from DRAM and writes its output back, as a lone
 layer does. In a network (issue #13) the input may arrive L1-sharded from the previous layer
@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costmodels.tenstorrent.halo import shard_sticks
 from costmodels.tenstorrent.hardware import TensixHardware
 from costmodels.tenstorrent.shape import TTShape, cdiv
 
@@ -170,8 +171,12 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     ok["memory"] = x["mem_ok"]
     ok["channel-split"] = np.where(dram, c <= shape.n_t, g["split_ok"] == 1)
     # act_block_h must be a multiple of 32 that divides the per-core height (tenstorrent-conv2d.md, L1 constraint;
-    # hardware-facts.md §4.2 step 5)
-    ok["act-block-h"] = (abh_rows % t == 0) & (abh_rows >= t) & (np.mod(pm_t, np.maximum(abh_t, 1)) == 0)
+    # hardware-facts.md §4.2 step 5). A width-sharded conv takes the whole per-core height: ttnn ignores
+    # act_block_h_override under WIDTH_SHARDED (tenstorrent-conv2d.md, Conv2dConfig), and a 1x1 conv runs as a
+    # matmul whose in0 block is the core's whole M (tt-metal conv2d_utils.cpp,
+    # determine_matmul_op_config_from_conv_op_config: out_block_h = per_core_out_matrix_height_ntile)
+    whole = ~(width & ~dram) | (abh_t == pm_t)
+    ok["act-block-h"] = (abh_rows % t == 0) & (abh_rows >= t) & (np.mod(pm_t, np.maximum(abh_t, 1)) == 0) & whole
     ok["act-block-w-div"] = (div >= 1) & (np.mod(g["k_t"] / g["kblocks"], div) == 0)
     # the streamed K block must divide K (ttnn matmul: in0_block_w divides K_t)
     ok["in0-block-w"] = ~dram | ((kb >= 1) & (np.mod(k_dram, kb) == 0))
@@ -190,7 +195,9 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     # one in0_block_w block on the DRAM path
     k_paper = np.where(dram, kb * t, np.where(height, k_full, k_full / c))
     paper = (b_ho * b_wo + k_paper * (b_ho + b_wo)) * bi
-    halo_buf = np.where(dram, 0.0, g["buf"] * g["stick_ch"] * bi)
+    # the halo buffer holds row-major sticks: bf16 for a block-float input (`shape.halo_stick_bytes`)
+    sb = shape.stick_bytes
+    halo_buf = np.where(dram, 0.0, g["buf"] * g["stick_ch"] * sb)
     act_block = b_ho * abw_t * t * bi  # one act_block_h x act_block_w block
     # weights double buffering applies to block sharding (tenstorrent-conv2d.md, Conv2dConfig) and to the
     # streamed weight blocks of the DRAM path
@@ -218,16 +225,26 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     t_comp = t_mac + n_sub * hw.subblock_overhead_cycles
     # reader: im2col gather from the local halo buffer (sharded conv path only), one or two reader kernels
     act_core = B * pm_t * t * k_full * bi  # im2col activation bytes of one core (full K)
-    reader_bytes = np.where(dram | (shape.conv is None), 0.0, act_core / c)
+    # the reader gathers the halo buffer's sticks, so it reads them in the halo's format (bf16 for block floats)
+    reader_bytes = np.where(dram | (shape.conv is None), 0.0, act_core / c * (sb / bi))
     t_reader = reader_bytes / (hw.l1_port_bytes_per_cycle * np.where(x["split"], 2, 1))
-    # activations a core receives: block along the core row, width to all cores (tenstorrent-conv2d.md,
-    # "Sharded Input Data Movement Across Cores"; the other c-1 slices); DRAM: its rows, all of K, once
+    # activations a core receives (tenstorrent-conv2d.md, "Sharded Input Data Movement Across Cores"): block and
+    # width sharding split the input channels, "each core fetches a subset of the weights matrix corresponding to
+    # its assigned output", computes a partial output from its own slice, then "each core broadcast[s] its input
+    # in turn" to the cores that need it (block: its core row; width: every core), which add partial outputs. So
+    # a core receives the other c-1 slices of every activation row it computes: (c-1)/c of its im2col rows at
+    # full K. DRAM: its rows, all of K, once.
     act_recv = np.where(dram, act_core, (c - 1) * act_core / c)
-    # weights: height replicates the full weights; block/width and DRAM stream them once per act block (nbh)
+    # weights: height replicates the full weights; block/width (the core's output-channel slice) and DRAM
+    # stream them once per act block (nbh; 1 for width, which takes the whole height)
     w_core = B * k_full * b_wo * bw * np.where(height & ~dram, 1, nbh)
     link = hw.noc_link_bytes_per_cycle
     hop = hw.noc_hop_cycles * (hw.grid_x + hw.grid_y)
-    t_act = act_recv / link + np.where(dram | (c > 1), hop, 0)
+    # each broadcast is one multicast (one NoC traversal plus the route's hop latency, hardware-facts.md §4.2
+    # step 4), and the c-1 remote ones of each act block come one after the other ("in turn"): the receiver
+    # waits the latency once per turn. The DRAM path streams its rows in one pass (one latency).
+    turns = np.where(dram, 1.0, B * nbh * np.maximum(c - 1, 0))
+    t_act = act_recv / link + turns * hop
     t_w = w_core / link + hop
     act_path = t_reader + t_act
     main = np.where(adb, np.maximum(t_comp, act_path), t_comp + act_path)  # [ASSUMPTION: else sum] §4.2 step 6
@@ -237,11 +254,11 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     t_out = np.where(dram, B * pm_t * t * b_wo * bo / link, 0.0)
     main = _over(np.maximum, main, t_out)
     # DRAM bytes. Sharded: input shards in, unique weights (one multicast per column, re-read per act block).
-    # Interleaved: every activation row once (padded to tiles; at least the whole input tensor, which the
-    # interleaved path reads to build the activation matrix: tenstorrent-conv2d.md single-core step 1), each
+    # Interleaved: every row of the activation matrix once (padded to tiles; a matmul's is its input), each
     # column's weights once per row block (§4.2 step 4: multicast = one traversal). Output written once.
     dram_in_sh = shape.in_sticks * shape.in_channels * bi
-    dram_in_d = max(B * shape.m_t * t * k_dram * t * bi, dram_in_sh)
+    act_matrix = B * shape.m_t * t * k_dram * t * bi
+    dram_in_d = max(act_matrix, dram_in_sh)
     dram_w_d = B * k_dram * t * shape.n_t * t * bw * nbh
     dram_out = B * shape.m_t * t * shape.n_t * t * bo
     cores_used = r * c
@@ -262,16 +279,33 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         t_reshard = np.where(dram | (not hw.input_in_l1), 0.0, g["reshard"])
     t_dram = dram_bytes / hw.dram_bytes_per_cycle
     kernel = _over(np.maximum, main, t_dram)
-    # halo op before a sharded conv: remote sticks over the NoC, then the local buffer copy
-    stick = g["stick_ch"] * bi
+    # the interleaved conv's step 1, "Transform the input tensor into the activation matrix", is a step of its
+    # own before the block loop (tenstorrent-conv2d.md, "Implementation of Convolution Operation on a Single
+    # Tensix Core": steps 2-7 then load activation blocks of that matrix from global memory, which L1 cannot
+    # hold). So it runs first, not overlapped: read the input once, write the Kh*Kw-expanded matrix to DRAM
+    # ([ASSUMPTION] at the chip's DRAM bandwidth, interleaved over every bank). A matmul's matrix is its input.
+    im2col = np.where(dram, dram_in_sh + act_matrix, 0.0) if shape.conv is not None else np.zeros(1)
+    t_im2col = im2col / hw.dram_bytes_per_cycle
+    dram_bytes = dram_bytes + im2col
+    # halo op before a sharded conv: remote sticks over the NoC, then the local buffer copy. A block-float
+    # input is untilized to bf16 sticks first, inside the halo op (`shape.halo_stick_bytes`): each core reads
+    # its input shard's tiles and writes its bf16 rows, one pass through L1 ([ASSUMPTION] at the L1 port
+    # rate, a lower estimate of the unpack/pack work). Its sticks then move as bf16.
+    stick = g["stick_ch"] * sb
+    shard_in = shard_sticks(shape.in_sticks, r, t)  # the core's input shard, as the halo splits it
+    t_untilize = shard_in * g["stick_ch"] * (bi + sb) / hw.l1_port_bytes_per_cycle if shape.untilize else 0.0
     t_halo = np.where(
         (shape.conv is not None) & ~dram,
         g["max_remote"] * stick / link
         + np.where(g["max_remote"] > 0, hop, 0)
-        + g["buf"] * stick / hw.l1_port_bytes_per_cycle,
+        + g["buf"] * stick / hw.l1_port_bytes_per_cycle
+        + t_untilize,
         0.0,
     )
-    cycles = _over(np.add, kernel, t_halo)
+    # the halo op runs before the conv micro-op: "The input to the convolution micro-op is the output of the
+    # halo operation" (tenstorrent-conv2d.md, "Implementation"), a separate op, so it adds; nothing in the
+    # document overlaps it with compute. The DRAM path has no halo and adds its transform step instead.
+    cycles = _over(np.add, kernel, t_halo) + t_im2col
     if placed is not None:
         cycles = cycles + t_reshard
     a = {
@@ -279,10 +313,12 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         "t_comp": t_comp,
         "t_reader": t_reader,
         "t_act": t_act,
+        "act_turns": turns,
         "t_w": t_w,
         "t_out": t_out,
         "t_dram": t_dram,
         "t_halo": t_halo,
+        "t_im2col": t_im2col,
         "t_reshard": np.zeros(1) if placed is None else np.asarray(t_reshard, dtype=np.float64),
         "reshard_bytes": np.where(dram | (not hw.input_in_l1), 0.0, g["reshard_bytes"]),
         "in_kept": np.zeros(1, dtype=bool) if placed is None else placed["in_keep"],
@@ -292,7 +328,7 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         "noc_w_bytes": cores_used * w_core,
         "noc_act_bytes": cores_used * act_recv,
         "l1_bytes": cores_used * reader_bytes,
-        "halo_bytes": np.where(dram, 0.0, g["tot_remote"] * shape.in_channels * bi),
+        "halo_bytes": np.where(dram, 0.0, g["tot_remote"] * shape.in_channels * sb),
         "footprint": l1_total,
         "paper_bytes": paper,
         "halo_buf": halo_buf,
@@ -315,7 +351,7 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         "sb_w": sb_w,
         "dst": dst,
         # what the energy breakdowns read (costmodels/tenstorrent/energy.py): DRAM bytes per operand, overlaps
-        "dram_act_bytes": np.where(dram, dram_in_d, dram_in_sh),
+        "dram_act_bytes": np.where(dram, dram_in_d, dram_in_sh) + im2col,
         "dram_out_bytes": np.atleast_1d(np.asarray(dram_out, dtype=np.float64)),
         "adb": x["adb"],
         "wdb": wdb,

@@ -52,9 +52,10 @@ def stall_stack(a: dict[str, Any]) -> dict[str, float]:
     ``compute``: the FPU and sub-block overheads; ``l1`` and ``noc``: what the im2col reader and the
     activations' NoC transfer add beyond compute (in proportion to their times when double-buffered),
     plus the weights' NoC transfer beyond that; ``drain``: the DRAM writer of the outputs beyond
-    it; ``dram``: DRAM bandwidth beyond the kernel; ``halo``: the halo op before the kernel.
+    it; ``dram``: DRAM bandwidth beyond the kernel, plus the DRAM path's im2col transform before it;
+    ``halo``: the halo op before the kernel.
     """
-    v = {k: _first(a[k]) for k in ("t_comp", "t_reader", "t_act", "t_w", "t_out", "t_dram", "t_halo")}
+    v = {k: _first(a[k]) for k in ("t_comp", "t_reader", "t_act", "t_w", "t_out", "t_dram", "t_halo", "t_im2col")}
     adb, wdb = bool(_first(a["adb"])), bool(_first(a["wdb"]))
     act_path = v["t_reader"] + v["t_act"]
     main1 = max(v["t_comp"], act_path) if adb else v["t_comp"] + act_path
@@ -68,6 +69,6 @@ def stall_stack(a: dict[str, Any]) -> dict[str, float]:
         "l1": l1,
         "noc": (exposed - l1) + (main2 - main1),
         "drain": main3 - main2,
-        "dram": kernel - main3,
+        "dram": kernel - main3 + v["t_im2col"],  # the DRAM path's im2col transform runs before the kernel
         "halo": v["t_halo"],
     }

@@ -6,12 +6,19 @@ Follows the sliding-window steps of tenstorrent-conv2d.md, "Halo implementation"
    (``Hp = H + 2*pad_h``, ``Wp = W + 2*pad_w``).
 2. *Op trace metadata*: for each output stick ``(n, oh, ow)`` the padded-input index of the top-left
    of its window, ``n*Hp*Wp + oh*sh*Wp + ow*sw``.
-3. *Shard boundaries*: each core's output sticks ``[out_start, out_end)`` (equal shards, the last one
-   shorter) and the padded-input sticks ``[in_start, in_end)`` they read: from the first output's
-   top-left to the last output's top-left plus ``(Kh-1)*dh*Wp + (Kw-1)*dw`` (ttnn
-   ``generate_shard_boundaries``; hardware-facts.md §4.1 "Halo size").
+3. *Shard boundaries*: each core's output sticks ``[out_start, out_end)`` (equal shards of
+   `shard_sticks`, the last ones shorter or empty) and the padded-input sticks ``[in_start, in_end)``
+   they read: from the first output's top-left to the last output's top-left plus
+   ``(Kh-1)*dh*Wp + (Kw-1)*dw`` (ttnn ``generate_shard_boundaries``; hardware-facts.md §4.1 "Halo size").
 4. *Tensor metadata*: for each padded-input stick, padding or ``(core, index in that core's shard)``,
-   with the unpadded input split into equal contiguous stick ranges over the same cores.
+   with the unpadded input split into contiguous `shard_sticks` ranges over the same cores.
+
+Shard sizes follow ttnn, not the document's simplified example: "in a real-world scenario, additional
+padding would be added to fit the tile height ... we are intentionally overlooking that detail here"
+(tenstorrent-conv2d.md, "Halo implementation", the note before Step 1). ttnn pads the sticks to a
+multiple of ``cores * 32`` and gives every core an equal, tile-high shard (`shard_sticks`), so the
+last cores may hold fewer sticks or none. `build_halo` takes the tile as an argument: 32 as ttnn
+runs (`TILE_HEIGHT`), 1 to reproduce the document's untiled example.
 5. *Config tensors*: runs of consecutive sticks as padding, local and remote chunks; the remote
    config is the same chunks grouped by the core that holds the data ("Remote config").
 
@@ -23,12 +30,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import overload
 
 import numpy as np
 
 from workload.conv2d import Conv2dParams
 
 PAD = -1  #: src_core of a padding chunk
+
+#: rows of a tile, the unit ttnn rounds shard heights to (hardware-facts.md §4.1, Tile: TILE_HEIGHT = 32)
+TILE_HEIGHT = 32
+
+
+@overload
+def shard_sticks(total: int, cores: int, tile: int) -> int: ...
+@overload
+def shard_sticks(total: int, cores: np.ndarray, tile: int) -> np.ndarray: ...
+def shard_sticks(total: int, cores: int | np.ndarray, tile: int) -> int | np.ndarray:
+    """Sticks of each shard when `total` sticks are height-sharded over `cores` cores, as ttnn shards them.
+
+    ttnn pads the sticks to a multiple of ``cores * tile`` and splits them equally (tt-metal
+    ``conv2d_utils.cpp``, ``create_sharded_memory_config_from_parallel_config``: ``nhw_padded =
+    round_up(nhw, num_cores_nhw * tile_size)``, ``nhw_shard = nhw_padded / num_cores_nhw``; the halo
+    op's input and the conv's output use it alike): ``tile * ceil(total / (cores * tile))``. The
+    cost model's per-core height ``ceil(ceil(total / tile) / cores)`` tiles is the same number, and
+    the halo configuration the executor validates through uses it too, so both split rows alike
+    (3136 rows over 64 cores: 64-row shards, 49 busy cores, not 49 rows on each of 64). `cores` may be
+    an array (the cost model's per-point row-core counts).
+    """
+    if np.any(np.asarray(cores) < 1) or tile < 1:
+        raise ValueError(f"cores and tile must be >= 1, got {cores} and {tile}")
+    return tile * -(-total // (cores * tile))
 
 
 @dataclass(frozen=True)
@@ -119,9 +151,9 @@ class HaloConfig:
         return {s: {d: tuple(cs) for d, cs in sorted(m.items())} for s, m in sorted(out.items())}
 
 
-def _shards(total: int, parts: int) -> list[tuple[int, int]]:
-    """Equal contiguous shards of ``ceil(total/parts)``, the last ones shorter (possibly empty)."""
-    size = -(-total // parts)
+def _shards(total: int, parts: int, tile: int) -> list[tuple[int, int]]:
+    """Equal contiguous shards of `shard_sticks`, the last ones shorter (possibly empty)."""
+    size = shard_sticks(total, parts, tile)
     return [(min(i * size, total), min((i + 1) * size, total)) for i in range(parts)]
 
 
@@ -172,21 +204,23 @@ def _tensor_metadata(params: Conv2dParams, idx: np.ndarray, shard: int) -> tuple
 
 
 @cache
-def build_halo(params: Conv2dParams, num_cores: int) -> HaloConfig:
-    """Halo configuration of ``params`` height-sharded over ``num_cores`` cores.
+def build_halo(params: Conv2dParams, num_cores: int, *, tile: int) -> HaloConfig:
+    """Halo configuration of ``params`` height-sharded over ``num_cores`` cores in shards of `shard_sticks`.
+
+    `tile` is the shard-height unit: `TILE_HEIGHT` as ttnn runs, 1 for the document's untiled example.
 
     Raises:
-        ValueError: ``num_cores`` is not positive.
+        ValueError: ``num_cores`` or ``tile`` is not positive.
     """
-    if num_cores < 1:
-        raise ValueError(f"num_cores must be >= 1, got {num_cores}")
+    if num_cores < 1 or tile < 1:
+        raise ValueError(f"num_cores and tile must be >= 1, got {num_cores} and {tile}")
     trace = op_trace(params)
     span = window_span(params)
     in_total = params.batch * params.input_height * params.input_width
-    input_shards = _shards(in_total, num_cores)
-    in_shard = max(1, input_shards[0][1] - input_shards[0][0])
+    input_shards = _shards(in_total, num_cores, tile)
+    in_shard = shard_sticks(in_total, num_cores, tile)
     cores: list[CoreHalo] = []
-    for core, (o0, o1) in enumerate(_shards(trace.size, num_cores)):
+    for core, (o0, o1) in enumerate(_shards(trace.size, num_cores, tile)):
         if o1 <= o0:
             cores.append(CoreHalo(core, o0, o1, 0, 0, ()))
             continue

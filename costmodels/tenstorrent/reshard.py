@@ -3,8 +3,9 @@
 A tensor of ``sticks x channels`` (NHW flattened, C) sharded as ``height/R``, ``block/RxC`` or
 ``width/C`` gives core ``i*C + j`` (row-major over the shard grid; [ASSUMPTION] the same numbering
 for both layouts, as ttnn's row-major core ranges) the sticks of row ``i`` and the channels of
-column ``j``, each split in ceil-sized pieces (tenstorrent-conv2d.md, "Sharding": height, width and
-block sharding; the last piece is the short one). Changing layout keeps on a core what both layouts
+column ``j`` (tenstorrent-conv2d.md, "Sharding": height, width and block sharding): sticks in ttnn's
+tile-high shards (`halo.shard_sticks`, the split the conv and its halo use), channels in ceil-sized
+pieces; the last pieces are the short ones. Changing layout keeps on a core what both layouts
 give it and sends the rest over the NoC.
 
 Price (hardware-facts.md §4.1, NoC row: one link moves 32 B/cycle on Wormhole, 64 on Blackhole,
@@ -23,6 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from costmodels.tenstorrent.halo import TILE_HEIGHT, shard_sticks
 from costmodels.tenstorrent.hardware import TensixHardware
 from costmodels.tenstorrent.shape import cdiv, parse_layout
 
@@ -36,7 +38,7 @@ def shard_boxes(sticks: int, channels: int, layout: str, cores: int) -> np.ndarr
     _, r, c = parsed
     if r * c > cores:
         raise ValueError(f"layout {layout} uses {r * c} cores, the grid has {cores}")
-    ps, pc = cdiv(sticks, r), cdiv(channels, c)
+    ps, pc = shard_sticks(sticks, r, TILE_HEIGHT), cdiv(channels, c)
     for i in range(r):
         for j in range(c):
             s0, c0 = min(i * ps, sticks), min(j * pc, channels)

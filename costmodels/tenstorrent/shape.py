@@ -17,7 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from costmodels.gemm_view import gemm_view
-from costmodels.tenstorrent.halo import window_span
+from costmodels.tenstorrent.halo import shard_sticks, window_span
 from costmodels.tenstorrent.hardware import TensixHardware
 from workload import dtypes
 from workload.conv2d import Conv2dParams, as_conv2d
@@ -47,6 +47,10 @@ class TTShape:
     w_bytes: float
     out_bytes: float
     tile: int
+    # bytes per element of the halo's row-major sticks: bf16 for a block-float input, which exists only in
+    # tiles and which the halo op untilizes to bf16 (`halo_stick_bytes`); the input's own size otherwise
+    stick_bytes: float
+    untilize: bool  # the halo op untilizes the input's tiles first (block floats)
 
     @property
     def m_t(self) -> int:
@@ -65,6 +69,7 @@ def tt_shape(problem: Problem, tile: int) -> TTShape:
     params = as_conv2d(problem)
     if params is not None and not params.is_matmul():
         g = params.groups
+        stick_bytes, untilize = halo_stick_bytes(x.dtype)
         return TTShape(
             batches=g,
             rows=params.batch * params.output_height * params.output_width,
@@ -79,6 +84,8 @@ def tt_shape(problem: Problem, tile: int) -> TTShape:
             w_bytes=sz(w.dtype).bytes,
             out_bytes=sz(problem.output.dtype).bytes,
             tile=tile,
+            stick_bytes=stick_bytes,
+            untilize=untilize,
         )
     gv = view
     return TTShape(
@@ -95,7 +102,32 @@ def tt_shape(problem: Problem, tile: int) -> TTShape:
         w_bytes=sz(w.dtype).bytes,
         out_bytes=sz(problem.output.dtype).bytes,
         tile=tile,
+        stick_bytes=sz(x.dtype).bytes,
+        untilize=False,
     )
+
+
+#: bytes of one bf16 element, the halo's output format for a block-float input
+BF16_BYTES = 2.0
+
+
+def halo_stick_bytes(dtype: str) -> tuple[float, bool]:
+    """(bytes per element of the halo's sticks, whether the halo op untilizes the input first) for an input `dtype`.
+
+    The halo op works on row-major sticks (tenstorrent-conv2d.md, "Haloing": a stick is one pixel with
+    its channels). A tiled input is untilized inside the halo op (tt-metal
+    ``ttnn/operations/sliding_window/halo/device/halo_device_operation.cpp``: the program is
+    ``untilize_with_halo_multi_core_v2``, its output ``Layout::ROW_MAJOR``), and a ``bfloat8_b`` input
+    comes out as ``bfloat16`` (``compute_output_specs``: ``input dtype == BFLOAT8_B ? BFLOAT16``). Block
+    floats exist only in 32x32 tiles (`workload.blockfloat`: 1088 / 576 bytes a tile), so a block-float
+    input is always untilized and its halo sticks, remote copies and buffer are bf16, 2 bytes an element,
+    not the tile's 1.0625 / 0.5625. [ASSUMPTION] ``bfloat4_b`` the same way (the source names only
+    ``BFLOAT8_B``; a row-major block float does not exist). [ASSUMPTION] any other input arrives
+    row-major in its own type (the halo skips the untilize: "Input is ROW_MAJOR, no need to untilize").
+    """
+    if dtypes.is_block(dtype):
+        return BF16_BYTES, True
+    return dtypes.info(dtype).bytes, False
 
 
 @dataclass(frozen=True)
@@ -163,11 +195,13 @@ def _layout_stats(shape: TTShape, grid_x: int, grid_y: int, layout: str) -> Layo
     # (the padding is priced: k_t counts the padded channels); more columns than output tiles idle cores
     split_ok = c <= shape.n_t
     cc = cdiv(ci, c)
+    # rows per core: ttnn's tile-high shards (`halo.shard_sticks`), the split the halo executor uses too
+    rows_t = shard_sticks(shape.rows, r, t) // t
     if kind == "height":
-        pm_t, pn_t = cdiv(shape.m_t, r), shape.n_t
+        pm_t, pn_t = rows_t, shape.n_t
         k_t, kblocks = kh * cdiv(ci * kw, t), kh  # act_block_w = round_up(Cin*Kw, 32), Kh blocks
     elif kind == "block":
-        pm_t, pn_t = cdiv(shape.m_t, r), cdiv(shape.n_t, c)
+        pm_t, pn_t = rows_t, cdiv(shape.n_t, c)
         k_t, kblocks = c * kh * cdiv(cc * kw, t), c * kh  # round_up(Cin/num_c * Kw, 32) per block
     else:
         pm_t, pn_t = shape.m_t, cdiv(shape.n_t, c)
@@ -176,7 +210,7 @@ def _layout_stats(shape: TTShape, grid_x: int, grid_y: int, layout: str) -> Layo
         buf = shape.batches * pm_t * t
         max_remote = total_remote = 0
     else:
-        buf, max_remote, total_remote = halo_sticks(shape.conv, r)
+        buf, max_remote, total_remote = halo_sticks(shape.conv, r, tile=t)
     return LayoutStats(
         kind=kind,
         r=r,
@@ -195,8 +229,11 @@ def _layout_stats(shape: TTShape, grid_x: int, grid_y: int, layout: str) -> Layo
     )
 
 
-def halo_sticks(conv: Conv2dParams, cores: int) -> tuple[int, int, int]:
+def halo_sticks(conv: Conv2dParams, cores: int, *, tile: int) -> tuple[int, int, int]:
     """(largest halo buffer, most sticks one core receives, sticks all cores receive) of `halo.build_halo`.
+
+    Input and output sticks are split into `halo.shard_sticks` shards (ttnn's tile-high shards), as
+    `halo.build_halo(conv, cores, tile=tile)` splits them.
 
     The same configuration in closed form, without building its chunks: core i's buffer holds the
     padded-input sticks from the top-left of its first output's window to the bottom-right of its
@@ -209,7 +246,7 @@ def halo_sticks(conv: Conv2dParams, cores: int) -> tuple[int, int, int]:
     hp, wp = h + 2 * ph, w + 2 * pw
     ho, wo = conv.output_height, conv.output_width
     outs = conv.batch * ho * wo
-    size = cdiv(outs, cores)
+    size = shard_sticks(outs, cores, tile)
     core = np.arange(cores, dtype=np.int64)
     first = np.minimum(core * size, outs)
     used = np.minimum(first + size, outs) > first  # the last cores may get no output sticks
@@ -230,7 +267,7 @@ def halo_sticks(conv: Conv2dParams, cores: int) -> tuple[int, int, int]:
 
     start, end = top_left(first), top_left(last) + window_span(conv) + 1
     d0, d1 = data_before(start), data_before(end)
-    shard = cdiv(conv.batch * h * w, cores)  # input sticks per core (the last shards shorter)
+    shard = shard_sticks(conv.batch * h * w, cores, tile)  # input sticks per core (the last shards shorter)
     local = np.maximum(np.minimum(d1, (core + 1) * shard) - np.maximum(d0, core * shard), 0)
     remote = d1 - d0 - local
     return int((end - start).max(initial=0)), int(remote.max(initial=0)), int(remote.sum())

@@ -129,7 +129,7 @@ class TenstorrentTarget(FamilyTarget[TTPrepared]):
         lb = self.lower_bound(problem)
         stages = {
             "compute": a["t_comp"],
-            "dram": a["t_dram"],
+            "dram": a["t_dram"] + a["t_im2col"],
             "noc": a["t_reader"] + a["t_act"] + a["t_w"] + a["t_out"],
             "halo": a["t_halo"],
         }

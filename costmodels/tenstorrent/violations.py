@@ -7,7 +7,7 @@ from costmodels.protocol import Choice, Violation
 from costmodels.tenstorrent.cost import CODES as MAPPING_CODES
 from costmodels.tenstorrent.cost import Evaluation
 from costmodels.tenstorrent.hardware import FIDELITIES, TensixHardware
-from costmodels.tenstorrent.shape import TTShape, cdiv, layout_stats
+from costmodels.tenstorrent.shape import TTShape, cdiv, layout_stats, parse_layout
 
 KIB = 1024
 #: ttnn conv2d dtype / weights_dtype (tenstorrent-conv2d.md, Conv2dConfig), and tt-metal's block floats
@@ -96,6 +96,14 @@ def _message(code: str, shape: TTShape, hw: TensixHardware, p: dict[str, Choice]
             f"layout {lay} splits {shape.n_t} output channel tiles over {int(a['c'])} core columns, leaving some "
             f"columns without a tile: use at most {shape.n_t} columns (input channels that the columns do not "
             f"divide are padded)"
+        )
+    width = (parse_layout(str(lay)) or ("",))[0] == "width"
+    if code == "act-block-h" and width and not dram and float(str(p["act_block_h"])) % t == 0:
+        return (
+            f"act_block_h={p['act_block_h']}: a width-sharded conv computes the whole per-core height of "
+            f"{int(a['pm_t']) * t} rows in one block (ttnn ignores act_block_h under WIDTH_SHARDED, "
+            f"tenstorrent-conv2d.md Conv2dConfig; a 1x1 conv runs as a matmul over the core's whole M): use "
+            f"act_block_h={int(a['pm_t']) * t}, or height/block sharding for smaller blocks"
         )
     if code == "act-block-h":
         return (

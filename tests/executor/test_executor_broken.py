@@ -123,7 +123,7 @@ def test_halo_off_by_one_stick_fails() -> None:
     p = conv2d(batch=1, in_channels=8, out_channels=8, input_height=12, input_width=10, kernel=3, padding=1, stride=1)
     params = as_conv2d(p)
     assert params is not None
-    config = build_halo(params, 4)
+    config = build_halo(params, 4, tile=1)
     assert validate_sharded_conv(p, config).passed
     broken = mutations.shift_halo_chunk(config, 1)
     assert broken is not None

@@ -109,6 +109,7 @@ def test_sharded_convs_validate_from_their_halo_configs() -> None:
         p = conv2d(batch=2, in_channels=4, out_channels=8, input_height=9, input_width=7, kernel=3, **kw)  # type: ignore[arg-type]
         params = as_conv2d(p)
         assert params is not None
-        for cores in (1, 3, 8):
-            r = validate_sharded_conv(p, build_halo(params, cores))
-            assert r.passed, (kw, cores, r)
+        # tile 32: ttnn's tile-high shards (`halo.shard_sticks`), the last cores empty
+        for cores, tile in ((1, 1), (3, 1), (8, 1), (3, 32), (8, 32), (5, 4)):
+            r = validate_sharded_conv(p, build_halo(params, cores, tile=tile))
+            assert r.passed, (kw, cores, tile, r)

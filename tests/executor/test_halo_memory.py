@@ -20,7 +20,7 @@ def test_halo_estimate_bounds_the_traced_peak(cores: int) -> None:
     )  # fmt: skip
     params = as_conv2d(p)
     assert params is not None
-    config = build_halo(params, cores)
+    config = build_halo(params, cores, tile=1)
     tracemalloc.start()
     try:
         report = validate_sharded_conv(p, config)

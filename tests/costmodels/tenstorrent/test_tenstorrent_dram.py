@@ -63,7 +63,10 @@ def test_dram_conv_reads_im2col_windows_and_has_no_halo() -> None:
     rep = T.cost(p, mp)
     k = 3 * (-(-64 * 3 // 32) * 32)  # Kh blocks of round_up(Cin*Kw, 32) (hardware-facts.md §4.2 step 5)
     rows = 16 * 16
-    assert rep.offchip_bytes == rows * k * BF16 + k * 64 * BF16 + rows * 64 * out
+    # step 1 (the transform) reads the input once and writes the activation matrix; the block loop reads the
+    # matrix, the weights once and writes the output once
+    transform = rows * 64 * BF16 + rows * k * BF16
+    assert rep.offchip_bytes == transform + rows * k * BF16 + k * 64 * BF16 + rows * 64 * out
     assert rep.bytes["halo"] == 0 and rep.breakdown["halo"] == 0
 
 
@@ -94,8 +97,10 @@ def test_large_gemm_is_feasible_only_from_dram(preset: str) -> None:
     l1 = sc.feasible & (cols["memory"] == "l1-sharded")
     if preset == "wormhole-n150":
         assert not l1.any()  # 1 MiB+ output shards do not fit
-    else:  # only the 110-core splits whose channel split does not divide K (padded) shrink the shards enough
-        assert {str(x) for x in cols["layout"][l1]} == {"block/10x11"} | {f"width/{c}" for c in range(100, 111)}
+    else:  # only the 110-core split whose channel split does not divide K (padded) shrinks the shards enough;
+        # width sharding fits no longer: it computes the whole height in one block (ttnn ignores act_block_h
+        # under WIDTH_SHARDED, tenstorrent-conv2d.md Conv2dConfig)
+        assert {str(x) for x in cols["layout"][l1]} == {"block/10x11"}
     point, seconds = best(t, BIG)
     assert t.check(BIG, t.mapping(BIG, point)) == []
     tflops = 2 * 4096**3 / seconds / 1e12

@@ -38,7 +38,7 @@ EXAMPLE = Conv2dParams(
 
 
 def test_example_shard_boundaries() -> None:
-    cfg = build_halo(EXAMPLE, 3)
+    cfg = build_halo(EXAMPLE, 3, tile=1)
     assert [(c.out_start, c.out_end) for c in cfg.cores] == [(0, 8), (8, 16), (16, 24)]
     # "Step 3": core 0 needs padded input sticks [0-27]
     assert (cfg.cores[0].in_start, cfg.cores[0].in_end) == (0, 28)
@@ -47,7 +47,7 @@ def test_example_shard_boundaries() -> None:
 
 
 def test_example_core0_chunks() -> None:
-    cfg = build_halo(EXAMPLE, 3)
+    cfg = build_halo(EXAMPLE, 3, tile=1)
     # Figure 16: three padding chunks for core 0
     assert cfg.padding_chunks(0) == (Chunk(PAD, 0, 0, 9), Chunk(PAD, 0, 15, 2), Chunk(PAD, 0, 23, 2))
     # Figure 19/20: two local chunks
@@ -57,7 +57,7 @@ def test_example_core0_chunks() -> None:
 
 
 def test_example_core1_chunks() -> None:
-    cfg = build_halo(EXAMPLE, 3)
+    cfg = build_halo(EXAMPLE, 3, tile=1)
     assert cfg.padding_chunks(1) == (Chunk(PAD, 0, 5, 2), Chunk(PAD, 0, 13, 2), Chunk(PAD, 0, 21, 2))
     assert cfg.local_chunks(1) == (Chunk(1, 0, 9, 4), Chunk(1, 4, 15, 4))
     assert cfg.remote_chunks(1) == (
@@ -70,7 +70,7 @@ def test_example_core1_chunks() -> None:
 
 
 def test_remote_config_groups_by_source_core() -> None:
-    cfg = build_halo(EXAMPLE, 3)
+    cfg = build_halo(EXAMPLE, 3, tile=1)
     rc = cfg.remote_config()
     # "Remote config": core 1's local data needed by core 0 (Figure 21), and core 0's by core 1
     assert rc[1][0] == (Chunk(1, 0, 19, 4), Chunk(1, 4, 25, 3))
@@ -82,12 +82,12 @@ def test_remote_config_groups_by_source_core() -> None:
 def test_nchw_reading_differs() -> None:
     """Reading [1, 6, 4, 6] as (N, H, W, C) would give core 0 the range [0-23], not [0-27]."""
     p = EXAMPLE.model_copy(update={"input_height": 6, "input_width": 4})
-    assert (build_halo(p, 3).cores[0].in_start, build_halo(p, 3).cores[0].in_end) == (0, 24)
+    assert (build_halo(p, 3, tile=1).cores[0].in_start, build_halo(p, 3, tile=1).cores[0].in_end) == (0, 24)
 
 
 def test_rejects_zero_cores() -> None:
     with pytest.raises(ValueError, match="num_cores"):
-        build_halo(EXAMPLE, 0)
+        build_halo(EXAMPLE, 0, tile=1)
 
 
 def _padded_sticks(p: Conv2dParams, x: np.ndarray) -> np.ndarray:
@@ -121,15 +121,15 @@ def _conv(
 
 
 @settings(max_examples=60, deadline=None)
-@given(conv_params, st.integers(1, 6), st.integers(0, 2**31 - 1))
-def test_assembled_buffers_equal_padded_slices(args: tuple[int, ...], cores: int, seed: int) -> None:
+@given(conv_params, st.integers(1, 6), st.integers(0, 2**31 - 1), st.sampled_from([1, 3, 32]))
+def test_assembled_buffers_equal_padded_slices(args: tuple[int, ...], cores: int, seed: int, tile: int) -> None:
     n, h, w, _, _, s, pad, d = args
     p = _conv(args, (s, s), (pad, pad), (d, d))
     if p is None:
         return
     x = np.random.default_rng(seed).standard_normal((n, h, w, 2))
     flat = x.reshape(-1, 2)
-    cfg = build_halo(p, cores)
+    cfg = build_halo(p, cores, tile=tile)
     shards = [flat[a:b] for a, b in cfg.input_shards]
     padded = _padded_sticks(p, x)
     covered = 0
@@ -146,20 +146,24 @@ def test_assembled_buffers_equal_padded_slices(args: tuple[int, ...], cores: int
 
 
 @settings(max_examples=200, deadline=None)
-@given(conv_params, st.integers(1, 70), st.integers(1, 3))
-def test_cost_model_halo_sizes_equal_the_configuration(args: tuple[int, ...], cores: int, sw: int) -> None:
+@given(conv_params, st.integers(1, 70), st.integers(1, 3), st.sampled_from([1, 2, 32]))
+def test_cost_model_halo_sizes_equal_the_configuration(args: tuple[int, ...], cores: int, sw: int, tile: int) -> None:
     """The cost model's closed form (`tt_shape.halo_sticks`) against the chunks `build_halo` builds."""
     _, _, _, _, _, s, pad, d = args
     p = _conv(args, (s, sw), (pad, 0), (d, 1))
     if p is None:
         return
-    cfg = build_halo(p, cores)
-    assert halo_sticks(p, cores) == (cfg.max_buffer_sticks(), cfg.max_remote_sticks(), cfg.total_remote_sticks())
+    cfg = build_halo(p, cores, tile=tile)
+    assert halo_sticks(p, cores, tile=tile) == (
+        cfg.max_buffer_sticks(),
+        cfg.max_remote_sticks(),
+        cfg.total_remote_sticks(),
+    )
 
 
 def test_cost_model_halo_sizes_of_the_worked_example() -> None:
     # the hand computation above: a 28-stick buffer, core 0 receives 7 sticks and core 1 14 (5 + 2 from
     # core 0, 2 + 5 from core 2), the most of any core
-    cfg = build_halo(EXAMPLE, 3)
+    cfg = build_halo(EXAMPLE, 3, tile=1)
     assert [cfg.remote_sticks(i) for i in range(2)] == [7, 14]
-    assert halo_sticks(EXAMPLE, 3) == (28, 14, cfg.total_remote_sticks())
+    assert halo_sticks(EXAMPLE, 3, tile=1) == (28, 14, cfg.total_remote_sticks())

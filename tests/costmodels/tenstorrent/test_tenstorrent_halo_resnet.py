@@ -54,7 +54,7 @@ def _layer_reduced() -> tuple[object, object]:
 
 def test_resnet_layer_halo_matches_hand_computation() -> None:
     params, _ = _layer_reduced()
-    cfg = build_halo(params, 2)
+    cfg = build_halo(params, 2, tile=1)
     assert cfg.input_shards == ((0, 8), (8, 16))
     c0, c1 = cfg.cores
     assert (c0.out_start, c0.out_end, c0.in_start, c0.in_end) == (0, 2, 0, 17)
@@ -75,7 +75,7 @@ def test_resnet_layer_halo_matches_hand_computation() -> None:
 
 def test_resnet_layer_runs_from_its_halo_and_a_shifted_chunk_fails() -> None:
     params, problem = _layer_reduced()
-    cfg = build_halo(params, 2)
+    cfg = build_halo(params, 2, tile=1)
     assert validate_sharded_conv(problem, cfg, seed=0).passed
     c1 = cfg.cores[1]
     shifted = tuple(
