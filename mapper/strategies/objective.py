@@ -5,7 +5,13 @@ scored at once with `Target.score_codes` (as choice indices) and the trial repor
 with no feasible point makes the trial infeasible: the constraints its first point violates
 (from `Target.check`, which explains what is wrong) are set with ``trial.set_constraint`` and
 listed in the trial's user attributes, so the study's history says what was ruled out and why.
-Repeated structural choices are answered from a memo without scoring again.
+Repeated structural choices are answered from a memo without scoring again; with `skip_seen` (what
+`OptunaStudy` runs) a trial that proposes a structure already scored or bounded out is not answered
+at all but pruned (``optuna.TrialPruned``, the way Optuna's FAQ "How can I ignore duplicated
+samples?" and optuna/optuna#2021 advise: TPE ranks a pruned trial without intermediate values behind
+every complete one, so it is less likely to propose it again), and `unseen` hands the study the next
+structures no trial has covered, for ``study.enqueue_trial``: a sampler that has converged cannot
+keep the search from reaching the last structures.
 
 Branch and bound (one objective): before scoring a structure the evaluator asks its admissible
 bound (`mapper.bounds.StructureBounds`); a structure whose bound is not below the best found is
@@ -15,9 +21,11 @@ The memo records which structures were scored and which pruned, for the certific
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,17 +78,25 @@ class Evaluator:
     duplicates: int = 0
     infeasible: int = 0
     pruned: int = 0  # trials answered by a structure's bound instead of scoring it
+    skip_seen: bool = False  # prune a trial proposing a covered structure instead of answering it from the memo
+    last_duplicate: bool = False  # the last trial proposed a structure already covered
     _pattern: dict[str, np.ndarray] | None = None
+    _cursor: Iterator[tuple[Choice, ...]] | None = None
 
     def __call__(self, trial: optuna.Trial) -> float | tuple[float, ...]:
         fixed = self.encoding.suggest(trial)
         key = tuple(fixed[p.name] for p in self.encoding.params)
         outcome = self.memo.get(key)
+        self.last_duplicate = outcome is not None
         if outcome is None:
             outcome = self._bound(fixed) or self._score(fixed)
             self.memo[key] = outcome
         else:
             self.duplicates += 1
+            if self.skip_seen:  # nothing new to learn: no value, and the trial costs no scoring
+                trial.set_user_attr("duplicate", True)
+                self._record()
+                raise optuna.TrialPruned("structure already scored or bounded out")
         if outcome.bound is not None:
             self.pruned += 1
             trial.set_user_attr("pruned_by_bound", outcome.bound)
@@ -120,6 +136,34 @@ class Evaluator:
             return None
         b = self.bounds(fixed)
         return Outcome(None, None, bound=b) if StructureBounds.bounded_out(b, self.best_values[0]) else None
+
+    def unseen(self, n: int, deadline: float | None = None) -> list[dict[str, Choice]]:
+        """Up to `n` structures no trial has covered, as Optuna params (for ``study.enqueue_trial``).
+
+        Structures are taken in the space's numbering (the structural parameters' choices in C
+        order) from where the last call stopped, skipping those already scored or pruned; one met on
+        the way whose bound is out (`_bound`) is recorded as pruned by bound without a trial. Stops
+        early at `deadline` (a ``time.perf_counter()`` value). An empty list once the numbering is
+        spent: every structure has then been scored, bounded out or handed out.
+        """
+        names = [p.name for p in self.encoding.params]
+        if self._cursor is None:
+            self._cursor = itertools.product(*(p.choices for p in self.encoding.params))
+        out: list[dict[str, Choice]] = []
+        for key in self._cursor:
+            if key in self.memo:
+                continue
+            fixed = dict(zip(names, key, strict=True))
+            bounded = self._bound(fixed)
+            if bounded is not None:
+                self.memo[key] = bounded
+            else:
+                params = self.encoding.encode(fixed)
+                assert params is not None  # the key is a point of the structural parameters
+                out.append(params)
+            if len(out) >= n or (deadline is not None and time.perf_counter() > deadline):
+                break
+        return out
 
     def _codes(self, fixed: dict[str, Choice]) -> dict[str, np.ndarray]:
         """The sub-space of a structural choice as code columns: the inner pattern (built once) beside constants."""

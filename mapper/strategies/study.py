@@ -3,6 +3,15 @@
 One in-memory study per request (logging at WARNING, nothing persisted per trial), with the
 sampler named by the strategy (`mapper.strategies.samplers.SAMPLERS`), warm starts enqueued
 first and a `StopRule` checked after every trial.
+
+No trial is spent scoring a structure twice: a trial whose sampler proposes a structure already
+scored or bounded out is pruned unscored (`Evaluator.skip_seen`), and the study then enqueues
+structures no trial has covered yet (`Evaluator.unseen`, in the space's numbering, bounding each
+on the way): one after the first such proposal, twice as many after each further one in a row
+(up to `ENQUEUE_MAX`), none once the sampler proposes a new structure again. So a sampler that has
+converged (TPE re-proposing its favourite) costs a few trials, and the search reaches every
+structure within ``structures + log2`` trials of the proposals that repeat; when the last one is
+scored or bounded out the study stops (``space-exhausted``) with the optimum proven.
 """
 
 from __future__ import annotations
@@ -24,6 +33,9 @@ from mapper.strategies.objective import CHECKED, Evaluator
 from mapper.strategies.samplers import SAMPLERS, make_sampler
 from mapper.watch import Watch
 from workload.problem import Problem
+
+#: most structures enqueued after one repeated proposal (the batch doubles per repeat in a row)
+ENQUEUE_MAX = 64
 
 
 @dataclass
@@ -114,12 +126,19 @@ class OptunaStudy(Strategy):
         bounds = StructureBounds(target, problem, settings.objectives[0])
         ev = Evaluator(
             target, problem, space, settings.objectives, encoding, tuple(p.name for p in inner),
-            bounds=None if settings.multi_objective else bounds,
+            bounds=None if settings.multi_objective else bounds, skip_seen=True,
         )  # fmt: skip
         rule = StopRule(problem, target, settings)
         stopped: list[StopReason] = []
+        repeats = [0]  # repeated proposals of the sampler in a row
 
-        def callback(study: optuna.Study, _trial: optuna.trial.FrozenTrial) -> None:
+        def callback(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+            if ev.last_duplicate:  # the sampler proposed a covered structure: hand it uncovered ones
+                repeats[0] += 1
+                for params in ev.unseen(min(ENQUEUE_MAX, 2 ** (repeats[0] - 1)), deadline):
+                    study.enqueue_trial(params, user_attrs={"unseen": True})
+            elif "unseen" not in trial.user_attrs and "warm_start" not in trial.user_attrs:
+                repeats[0] = 0
             if watch is not None:
                 watch.report(len(ev.trace), settings.max_trials, ev.trace[-1] if ev.trace else None)
             reason: StopReason | None = "cancelled" if watch is not None and watch.cancelled() else rule(ev)
@@ -158,7 +177,7 @@ class OptunaStudy(Strategy):
         probed = self.probe.state.scored + 1 if self.probe else 0  # the rate probe's points count too
         counts = TrialCounts(
             trials=n_trials,
-            complete=n_trials - ev.infeasible - ev.pruned,
+            complete=n_trials - ev.infeasible - ev.pruned - ev.duplicates,
             infeasible=ev.infeasible,
             duplicates=ev.duplicates,
             pruned_by_bound=ev.pruned,
