@@ -16,7 +16,9 @@ keep the search from reaching the last structures.
 Branch and bound (one objective): before scoring a structure the evaluator asks its admissible
 bound (`mapper.bounds.StructureBounds`); a structure whose bound is not below the best found is
 not scored (*pruned by bound*: none of its points can be better) and the trial reports the bound.
-The memo records which structures were scored and which pruned, for the certificate.
+The memo records which structures were scored and which pruned, for the certificate. Several
+objectives (`front_bounds`): a structure whose bound vector the front found so far dominates is
+pruned the same way (`mapper.bounds.FrontBounds`), and the trial reports its bound vector.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import numpy as np
 import optuna
 
 from costmodels.protocol import Choice, SearchSpace, Target
-from mapper.bounds import StructureBounds
+from mapper.bounds import FrontBounds, StructureBounds
 from mapper.enumerate import pareto_front, point_at, subspace_codes
 from mapper.strategies.encoding import CONSTRAINT_PREFIX, Encoding
 from workload.problem import Problem
@@ -51,6 +53,7 @@ class Outcome:
     values: tuple[float, ...] | None
     violations: tuple[tuple[str, str], ...] = ()  # (code, message)
     bound: float | None = None  # set when the structure was pruned by this bound instead of scored
+    bound_values: tuple[float, ...] = ()  # several objectives: the bound vector it was pruned by
     front: list[tuple[dict[str, Choice], tuple[float, ...]]] = field(default_factory=list)  # several objectives
 
 
@@ -65,6 +68,8 @@ class Evaluator:
     encoding: Encoding
     inner: tuple[str, ...]
     bounds: StructureBounds | None = None  # set: prune structures by bound (one objective)
+    front_bounds: FrontBounds | None = None  # set: prune structures the front dominates (several objectives)
+    front_values: np.ndarray | None = None  # the values of the front of every structure scored so far
     memo: dict[tuple[Choice, ...], Outcome] = field(default_factory=dict)
     trace: list[float | None] = field(default_factory=list)
     trace_points: list[int] = field(default_factory=list)  # points scored after each trial
@@ -101,7 +106,7 @@ class Evaluator:
             self.pruned += 1
             trial.set_user_attr("pruned_by_bound", outcome.bound)
             self._record()
-            return outcome.bound
+            return outcome.bound_values or outcome.bound
         if outcome.point is None or outcome.values is None:
             self.infeasible += 1
             codes = sorted({c for c, _ in outcome.violations})
@@ -116,10 +121,14 @@ class Evaluator:
         trial.set_user_attr("point", outcome.point)
         if len(self.objectives) > 1:  # Optuna sees the structure's ideal point: the best of each objective on its front
             trial.set_user_attr("front_size", len(outcome.front))
+        if outcome.front and self.front_bounds is not None:  # several objectives: the running front grows
+            self._merge_front(outcome)
         if self.best_values is None or outcome.values[0] < self.best_values[0]:
             self.best_point, self.best_values = outcome.point, outcome.values
             if self.bounds is not None:
                 self.bounds.learn_clock(outcome.point)
+            if self.front_bounds is not None:
+                self.front_bounds.learn_clock(outcome.point)
             self.improved_at, self.improved_time = len(self.trace) + 1, time.perf_counter()
         self._record()
         if len(self.objectives) == 1:
@@ -130,8 +139,20 @@ class Evaluator:
         self.trace.append(None if self.best_values is None else self.best_values[0])
         self.trace_points.append(self.scored)
 
+    def _merge_front(self, outcome: Outcome) -> None:
+        new = np.array([v for _, v in outcome.front], dtype=np.float64)
+        both = new if self.front_values is None else np.concatenate([self.front_values, new])
+        self.front_values = both[pareto_front(both)]
+
     def _bound(self, fixed: dict[str, Choice]) -> Outcome | None:
-        """The outcome of a structure bounded out by the best found (None: it must be scored)."""
+        """The outcome of a structure bounded out by the best found or the front (None: it must be scored)."""
+        if self.front_bounds is not None:
+            if self.front_values is None:
+                return None
+            vec = self.front_bounds(fixed)
+            if not FrontBounds.dominated(vec, self.front_values):
+                return None
+            return Outcome(None, None, bound=float(vec[0]), bound_values=tuple(float(x) for x in vec))
         if self.bounds is None or self.best_values is None:
             return None
         b = self.bounds(fixed)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import optuna
 
 from costmodels.protocol import Choice, SearchSpace, Target
-from mapper.bounds import StructureBounds, certify
+from mapper.bounds import FrontBounds, StructureBounds, certify
 from mapper.planning import DEFAULT_INNER, Probe
 from mapper.result import TrialCounts, ViolationCount
 from mapper.settings import SearchSettings, StopReason
@@ -44,9 +44,11 @@ class StopRule:
 
     In order: every structural choice scored (``space-exhausted``: each came with its whole
     sub-space, so the best is optimal); the best single-objective latency at the roofline bound
-    (``lower-bound``: nothing can be faster); `patience` trials or `patience_seconds` without any
-    improvement of the best (``converged``: a heuristic stop, never reported as optimal). The
-    trial and time budgets are Optuna's own limits.
+    (``lower-bound``: nothing can be faster), or with several objectives a front that dominates
+    the whole space's bound vector (``lower-bound``: the front is exact, `FrontBounds`); with one
+    objective, `patience` trials or `patience_seconds` without any improvement of the best
+    (``converged``: a heuristic stop, never reported as optimal). The trial and time budgets are
+    Optuna's own limits.
     """
 
     problem: Problem
@@ -58,7 +60,10 @@ class StopRule:
         s = self.settings
         if ev.structural_exhausted:
             return "space-exhausted"
-        if ev.best_point is None or ev.best_values is None or s.multi_objective:
+        if s.multi_objective:  # the front dominates the whole space's bound vector: every structure is out
+            fb = ev.front_bounds
+            return "lower-bound" if fb is not None and FrontBounds.dominated(fb.whole(), ev.front_values) else None
+        if ev.best_point is None or ev.best_values is None:
             return None
         if s.objectives == ("latency",):
             if self.bound_seconds is None:
@@ -124,9 +129,10 @@ class OptunaStudy(Strategy):
                     continue
                 study.enqueue_trial(params, user_attrs={"warm_start": i}, skip_if_exists=True)
         bounds = StructureBounds(target, problem, settings.objectives[0])
+        front_bounds = FrontBounds(target, problem, settings.objectives) if settings.multi_objective else None
         ev = Evaluator(
             target, problem, space, settings.objectives, encoding, tuple(p.name for p in inner),
-            bounds=None if settings.multi_objective else bounds, skip_seen=True,
+            bounds=None if settings.multi_objective else bounds, front_bounds=front_bounds, skip_seen=True,
         )  # fmt: skip
         rule = StopRule(problem, target, settings)
         stopped: list[StopReason] = []
@@ -190,10 +196,11 @@ class OptunaStudy(Strategy):
         cert = certify(
             space, bounds, structural, scored=scored, pruned=pruned,
             best=ev.best_values[0] if ev.best_values else None, prune=not settings.multi_objective,
+            front=ev.front_values, front_bounds=front_bounds,
         )  # fmt: skip
         proven = cert.complete
         if proven and settings.multi_objective:
-            notes.append("every point was scored: the front is the exact Pareto front")
+            notes.append("every structure was scored or bounded out: the front is the exact Pareto front")
         if reason == "converged":
             notes.append(f"no improvement over the last {len(ev.trace) - ev.improved_at} trials: stopped")
         notes.extend(certificate_notes(cert, point is not None))
