@@ -260,8 +260,9 @@ class GroupBest:
     Minimises the first objective (`objective`) over feasible points; of equal values the earliest
     point in the space's numbering represents the group (chunks arrive in point order and a later
     chunk replaces a group's best only when strictly better), so the table does not depend on how
-    the numbering was cut into chunks. Per chunk: one ``np.minimum.at`` over the group codes, then
-    one pass picking the first point at each improved group's minimum.
+    the numbering was cut into chunks. Per chunk: one ``np.minimum.reduceat`` when the groups come
+    in runs (the grouped parameters lead the space, as Tenstorrent's layout and memory do), else one
+    ``np.minimum.at``; then the first point at each improved group's minimum.
     """
 
     def __init__(self, space: SearchSpace, names: tuple[str, ...], objective: str = "latency") -> None:
@@ -278,6 +279,9 @@ class GroupBest:
         group = np.zeros(lat.size, dtype=np.intp)
         for name, size in zip(self.names, self.sizes, strict=True):
             group = group * size + np.asarray(codes[name])
+        if group.size and (group.size == 1 or bool(np.all(group[1:] >= group[:-1]))):
+            self._absorb_sorted(space, codes, lat, group)
+            return
         chunk = np.full_like(self.value, np.inf)
         np.minimum.at(chunk, group, lat)
         better = chunk < self.value
@@ -287,6 +291,21 @@ class GroupBest:
         groups, first = np.unique(group[at], return_index=True)
         for k, i in zip(groups.tolist(), at[first].tolist(), strict=True):
             self.value[k] = chunk[k]
+            self.point[k] = point_at(space, codes, i)
+
+    def _absorb_sorted(
+        self, space: SearchSpace, codes: dict[str, np.ndarray], lat: np.ndarray, group: np.ndarray
+    ) -> None:
+        """The same when the chunk's groups come in runs (the grouped parameters lead the space): one reduceat."""
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        ends = np.r_[starts[1:], group.size]
+        mins = np.minimum.reduceat(lat, starts)
+        keys = group[starts]
+        for j in np.flatnonzero(mins < self.value[keys]).tolist():
+            s0 = int(starts[j])
+            i = s0 + int(np.argmin(lat[s0 : int(ends[j])]))  # argmin keeps the first of equal minima
+            k = int(keys[j])
+            self.value[k] = mins[j]
             self.point[k] = point_at(space, codes, i)
 
     def table(self, space: SearchSpace) -> dict[tuple[Choice, ...], tuple[float, dict[str, Choice]]]:

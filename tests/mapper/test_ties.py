@@ -120,3 +120,26 @@ def test_each_strategy_is_represented_by_its_earliest_fastest_point_whatever_the
         c = small.codes(b0, b1)
         cut.absorb(space, c, T.score_codes(CONV, c))
     assert cut.table(space) == whole.table(space)
+
+
+@pytest.mark.parametrize("names", [("stationary",), ("stationary", "tk"), ("tn",)])
+def test_group_best_is_each_groups_earliest_minimum_whether_or_not_groups_come_in_runs(names: tuple[str, ...]) -> None:
+    """Leading parameters come in runs within a chunk (the reduceat path); trailing ones do not (minimum.at)."""
+    from tests.mapper.fake_target import FakeMatmulTarget, matmul
+
+    t, p = FakeMatmulTarget(), matmul(1024, 512, 2048)
+    space = t.space(p)
+    groups = GroupBest(space, names)
+    plan = ChunkPlan(space, 64)
+    for b0, b1 in plan.bounds():
+        codes = plan.codes(b0, b1)
+        groups.absorb(space, codes, t.score_codes(p, codes))
+    cols = space.columns()
+    score = t.score_batch(p, cols)
+    lat = np.where(score.feasible, score.objectives["latency"], np.inf)
+    expected = {}
+    for i in np.argsort(lat, kind="stable"):  # by latency, then point number: the first seen per group wins
+        key = tuple(cols[n][i].item() for n in names)
+        if np.isfinite(lat[i]) and key not in expected:
+            expected[key] = (float(lat[i]), {k: v[i].item() for k, v in cols.items()})
+    assert groups.table(space) == expected and len(expected) > 1
