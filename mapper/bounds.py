@@ -15,10 +15,19 @@ seconds that no feasible point of its sub-space beats:
   ``seconds = cycles / clock_hz >= lower_bound.cycles / clock_hz``. Loose: it prunes a structure
   only once the best found reaches the roofline, which then bounds out every structure at once.
 
-Only latency has bounds; for any other objective the bound is 0 (trivially admissible: no cost
-is negative), so nothing is pruned. A structure is *bounded out* when ``bound * (1 + RTOL) >=
-best``: none of its points can be better than the best by more than the relative tolerance
-`RTOL` (the same tolerance the ``lower-bound`` stop uses).
+Only latency has per-structure bounds; for any other objective the bound is 0 (trivially
+admissible: no cost is negative), so nothing is pruned. A structure is *bounded out* when ``bound
+* (1 + RTOL) >= best``: none of its points can be better than the best by more than the relative
+tolerance `RTOL` (the same tolerance the ``lower-bound`` stop uses).
+
+Several objectives (`FrontBounds`): a structure's bound is a vector, its latency bound beside a
+floor per other objective that holds for the whole problem (`objective_floor`: ``offchip_bytes``
+>= `Problem.min_bytes`, every input read once and the output written once; 0 for the others). A
+structure is bounded out when a point of the front found so far is no worse than its bound vector
+on every objective (within `RTOL`): each of its points is then dominated by that front point or
+has its values, so it adds no value to the front (weak dominance: of equal values the front keeps
+the point scored first). When the front dominates the bound vector of the whole space, every
+structure is bounded out and the front is the exact front (the ``lower-bound`` stop).
 """
 
 from __future__ import annotations
@@ -27,6 +36,8 @@ import itertools
 import math
 import time
 from collections.abc import Callable
+
+import numpy as np
 
 from costmodels.protocol import Choice, Param, SearchSpace, Target
 from costmodels.structure_bound import StructureBounded
@@ -87,6 +98,59 @@ class StructureBounds:
         return best is not None and bound * (1 + RTOL) >= best
 
 
+def objective_floor(problem: Problem, objective: str) -> float:
+    """A bound of `objective` that no mapping of the problem beats, from the problem alone.
+
+    ``offchip_bytes``: `Problem.min_bytes` (every input read from off-chip memory once, the output
+    written once), held on every preset by ``tests/mapper/test_mapper_bounds.py`` (no feasible
+    point of a GEMM's or a convolution's whole space moves fewer off-chip bytes). Latency has its
+    own bounds (`StructureBounds`); any other objective: 0.
+    """
+    return float(problem.min_bytes) if objective == "offchip_bytes" else 0.0
+
+
+class FrontBounds:
+    """Bound vectors of structures for several objectives, and the dominance test that bounds them out."""
+
+    def __init__(self, target: Target, problem: Problem, objectives: tuple[str, ...]) -> None:
+        self.objectives = objectives
+        self.latency = StructureBounds(target, problem, "latency") if "latency" in objectives else None
+        self.floor = np.array([objective_floor(problem, o) for o in objectives], dtype=np.float64)
+        self._at = objectives.index("latency") if "latency" in objectives else -1
+
+    @property
+    def per_structure(self) -> bool:
+        return self.latency is not None and self.latency.per_structure
+
+    @property
+    def source(self) -> str:
+        lat = f"latency: {self.latency.source}; " if self.latency is not None else ""
+        return f"{lat}offchip_bytes: the problem's compulsory bytes; other objectives: 0"
+
+    def learn_clock(self, point: dict[str, Choice]) -> None:
+        if self.latency is not None:
+            self.latency.learn_clock(point)
+
+    def whole(self) -> np.ndarray:
+        """The bound vector of any structure (the whole space's)."""
+        return self._with_latency(self.latency.whole() if self.latency is not None else 0.0)
+
+    def __call__(self, fixed: dict[str, Choice]) -> np.ndarray:
+        """The bound vector of the structure with these fixed choices."""
+        return self._with_latency(self.latency(fixed) if self.latency is not None else 0.0)
+
+    def _with_latency(self, latency: float) -> np.ndarray:
+        out = self.floor.copy()
+        if self._at >= 0:
+            out[self._at] = latency
+        return out
+
+    @staticmethod
+    def dominated(bound: np.ndarray, front: np.ndarray | None) -> bool:
+        """True when a row of `front` (points x objectives) is no worse than `bound` everywhere (beyond `RTOL`)."""
+        return front is not None and len(front) > 0 and bool(np.any(np.all(front <= bound * (1 + RTOL), axis=1)))
+
+
 def space_text(space: SearchSpace) -> str:
     """The space a certificate covers, in words."""
     dims = ", ".join(f"{p.name} ({len(p.choices)})" for p in space.params)
@@ -104,6 +168,8 @@ def certify(
     prune: bool = True,
     deadline: float | None = None,
     sweep_limit: int = SWEEP_LIMIT,
+    front: np.ndarray | None = None,
+    front_bounds: FrontBounds | None = None,
 ) -> Certificate:
     """The certificate of a search that scored the structures `scored` and bounded out `pruned`.
 
@@ -112,19 +178,28 @@ def certify(
     is bounded now: out when its bound is not below `best` (and `prune` is set: a single
     objective), unexplored otherwise. With the generic bound (one value for every structure) this
     is arithmetic; with a target's hook the first `sweep_limit` remaining structures are bounded
-    one by one (until `deadline`) and the rest count as unexplored under the generic bound.
+    one by one (until `deadline`) and the rest count as unexplored under the generic bound. Several
+    objectives: with `front_bounds` and the `front` found (values, points x objectives), a
+    structure is out when the front dominates its bound vector (`FrontBounds.dominated`).
     """
     total = math.prod(len(p.choices) for p in structural)
     n_pruned, left = len(pruned), total - len(scored) - len(pruned)
     unexplored, lowest = 0, math.inf
     if left > 0:
-        if not prune or best is None:
+        is_out: Callable[[dict[str, Choice]], bool] | None = None
+        whole_out, per = False, False
+        if front_bounds is not None and front is not None and len(front):  # several objectives
+            fb, fr = front_bounds, front
+            whole_out, per = FrontBounds.dominated(fb.whole(), fr), fb.per_structure
+            is_out = lambda fixed: FrontBounds.dominated(fb(fixed), fr)  # noqa: E731
+        elif prune and best is not None:
+            b_best = best
+            whole_out, per = StructureBounds.bounded_out(bounds.whole(), b_best), bounds.per_structure
+            is_out = lambda fixed: StructureBounds.bounded_out(bounds(fixed), b_best)  # noqa: E731
+        if whole_out:
+            n_pruned += left
+        elif is_out is None or not per:
             unexplored, lowest = left, bounds.whole()
-        elif not bounds.per_structure:
-            if StructureBounds.bounded_out(bounds.whole(), best):
-                n_pruned += left
-            else:
-                unexplored, lowest = left, bounds.whole()
         else:
             seen = 0
             for key in itertools.product(*(p.choices for p in structural)):
@@ -133,11 +208,11 @@ def certify(
                 if seen >= sweep_limit or (deadline is not None and time.perf_counter() > deadline):
                     break
                 seen += 1
-                b = bounds(dict(zip((p.name for p in structural), key, strict=True)))
-                if StructureBounds.bounded_out(b, best):
+                fixed = dict(zip((p.name for p in structural), key, strict=True))
+                if is_out(fixed):
                     n_pruned += 1
                 else:
-                    unexplored, lowest = unexplored + 1, min(lowest, b)
+                    unexplored, lowest = unexplored + 1, min(lowest, bounds(fixed))
             if seen < left:  # not bounded one by one: the generic bound holds for them
                 unexplored, lowest = unexplored + left - seen, min(lowest, bounds.whole())
     remaining = lowest if unexplored and lowest > 0 else None
@@ -159,5 +234,5 @@ def certify(
         best=best,
         best_remaining_bound=remaining,
         gap_bound=gap,
-        bound_source=bounds.source,
+        bound_source=front_bounds.source if front_bounds is not None else bounds.source,
     )

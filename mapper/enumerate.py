@@ -5,7 +5,8 @@ parameter fastest), the order of `SearchSpace.columns()`. This module builds the
 (each point's choice index per parameter, `costmodels.choice_codes`) of any slice of that
 numbering without materialising the whole space (`ChunkPlan` builds block-aligned chunks with a
 few memory copies, so building stays well ahead of the scorer), scores them in chunks with
-`Target.score_codes`, and keeps the best point (or the Pareto front of several objectives).
+`Target.score_codes`, and keeps the best point (or the Pareto front of several objectives) and, when
+asked (`GroupBest`), the best point of every combination of a few parameters in the same pass.
 Nothing here calls Optuna: enumeration is plain numpy.
 """
 
@@ -113,6 +114,14 @@ def pareto_front(values: np.ndarray, order: np.ndarray | None = None) -> np.ndar
     running minimum; more take a pass over the distinct rows.
     """
     k = values.shape[1]
+    if k == 2 and order is None:  # the common case, column by column (a reduction along rows of 2 is slow)
+        a, b = values[:, 0], values[:, 1]
+        fin = np.isfinite(a) & np.isfinite(b)
+        if fin.all():
+            return _front2(a, b)
+        if not fin.any():
+            return np.flatnonzero(fin)
+        return _front2(np.where(fin, a, np.inf), np.where(fin, b, np.inf))  # never on the front: no finite bound
     if order is None:
         rows = np.flatnonzero(np.isfinite(values).all(axis=1))
     else:
@@ -139,7 +148,9 @@ def pareto_front(values: np.ndarray, order: np.ndarray | None = None) -> np.ndar
 
 
 def _front2(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Positions of the two-objective front of finite columns `a`, `b`: the first of each distinct pair.
+    """Positions of the two-objective front of columns `a`, `b`: the first of each distinct pair.
+
+    Not-finite entries must be +inf (a row with one is then never on the front, some row being finite).
 
     Every front point has ``a <= a[B]`` (B: the least ``a``, then least ``b``) and ``b <= b[A]`` (A: the
     least ``b``, then least ``a``): two comparisons leave a few candidates, sorted stably by (a, b);
@@ -243,9 +254,74 @@ class ChunkPlan:
         return {p.name: out[p.name] for p in self.space.params}
 
 
+class GroupBest:
+    """The best point of each combination of the parameters `names` (a *group*), kept while enumerating.
+
+    Minimises the first objective (`objective`) over feasible points; of equal values the earliest
+    point in the space's numbering represents the group (chunks arrive in point order and a later
+    chunk replaces a group's best only when strictly better), so the table does not depend on how
+    the numbering was cut into chunks. Per chunk: one ``np.minimum.reduceat`` when the groups come
+    in runs (the grouped parameters lead the space, as Tenstorrent's layout and memory do), else one
+    ``np.minimum.at``; then the first point at each improved group's minimum.
+    """
+
+    def __init__(self, space: SearchSpace, names: tuple[str, ...], objective: str = "latency") -> None:
+        params = [p for p in space.params if p.name in names]
+        self.names = tuple(p.name for p in params)
+        self.objective = objective
+        self.sizes = tuple(len(p.choices) for p in params)
+        self.value = np.full(math.prod(self.sizes), np.inf)
+        self.point: dict[int, dict[str, Choice]] = {}
+
+    def absorb(self, space: SearchSpace, codes: dict[str, np.ndarray], score: BatchScore) -> None:
+        """Fold one scored chunk (points in numbering order, after every earlier chunk)."""
+        lat = np.where(np.asarray(score.feasible, dtype=bool), np.asarray(score.objectives[self.objective]), np.inf)
+        group = np.zeros(lat.size, dtype=np.intp)
+        for name, size in zip(self.names, self.sizes, strict=True):
+            group = group * size + np.asarray(codes[name])
+        if group.size and (group.size == 1 or bool(np.all(group[1:] >= group[:-1]))):
+            self._absorb_sorted(space, codes, lat, group)
+            return
+        chunk = np.full_like(self.value, np.inf)
+        np.minimum.at(chunk, group, lat)
+        better = chunk < self.value
+        if not better.any():
+            return
+        at = np.flatnonzero(better[group] & (lat == chunk[group]))  # points at an improved group's minimum
+        groups, first = np.unique(group[at], return_index=True)
+        for k, i in zip(groups.tolist(), at[first].tolist(), strict=True):
+            self.value[k] = chunk[k]
+            self.point[k] = point_at(space, codes, i)
+
+    def _absorb_sorted(
+        self, space: SearchSpace, codes: dict[str, np.ndarray], lat: np.ndarray, group: np.ndarray
+    ) -> None:
+        """The same when the chunk's groups come in runs (the grouped parameters lead the space): one reduceat."""
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        ends = np.r_[starts[1:], group.size]
+        mins = np.minimum.reduceat(lat, starts)
+        keys = group[starts]
+        for j in np.flatnonzero(mins < self.value[keys]).tolist():
+            s0 = int(starts[j])
+            i = s0 + int(np.argmin(lat[s0 : int(ends[j])]))  # argmin keeps the first of equal minima
+            k = int(keys[j])
+            self.value[k] = mins[j]
+            self.point[k] = point_at(space, codes, i)
+
+    def table(self, space: SearchSpace) -> dict[tuple[Choice, ...], tuple[float, dict[str, Choice]]]:
+        """(the group's values of `names`) -> (best value, its point), for every group with a feasible point."""
+        choices = {p.name: p.choices for p in space.params}
+        out = {}
+        for k in sorted(self.point):
+            digits = np.unravel_index(k, self.sizes)
+            key = tuple(choices[n][int(d)] for n, d in zip(self.names, digits, strict=True))
+            out[key] = (float(self.value[k]), self.point[k])
+        return out
+
+
 @dataclass
 class Enumeration:
-    """What scoring the space (or part of it) found; `absorb` adds one scored chunk."""
+    """What scoring the space (or part of it) found; `absorb` adds one scored chunk (and to `groups`, if set)."""
 
     objectives: tuple[str, ...] = ("latency",)
     scored: int = 0
@@ -258,9 +334,12 @@ class Enumeration:
     trace: list[float | None] = field(default_factory=list)  # best first objective after each chunk
     trace_points: list[int] = field(default_factory=list)  # points scored after each chunk
     candidates: list[tuple[dict[str, Choice], tuple[float, ...]]] = field(default_factory=list)
+    groups: GroupBest | None = None  # the best per group, in the same pass (`mapper.ties`)
 
     def absorb(self, space: SearchSpace, codes: dict[str, np.ndarray], score: BatchScore) -> None:
         """Fold one scored chunk of code columns into the running best (ties keep the earlier point)."""
+        if self.groups is not None:
+            self.groups.absorb(space, codes, score)
         feas = np.asarray(score.feasible, dtype=bool)
         self.scored += feas.size
         self.feasible += int(feas.sum())

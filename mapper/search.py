@@ -120,7 +120,7 @@ def _break_ties(
         return []
     from mapper.ties import TIE_TOLERANCE, strategy_ties
 
-    ties = strategy_ties(problem, target, space)
+    ties = strategy_ties(problem, target, space, found.per_strategy if isinstance(found, Searched) else None)
     if len(ties) > 1:
         win = ties[0]
         fastest = min(t.latency for t in ties)

@@ -5,7 +5,9 @@ placement (L1-sharded or DRAM-interleaved). Several strategies often price withi
 other (a DRAM-bound layer reaches the same DRAM floor on many grids), and then the first in the
 candidate list used to win. Instead, after a whole-space enumeration:
 
-1. every strategy's best mapping is found (the whole space, through the target's scorer);
+1. every strategy's best mapping is found (the whole space, through the target's scorer), in the
+   same pass as the enumeration (`tie_groups`: the enumeration keeps each strategy's best as it
+   scores its chunks), so the space is scored once;
 2. the strategies whose best is within `TIE_TOLERANCE` (0.5%) of the fastest form the tie;
 3. the tie is ordered by **less data moved** (DRAM + NoC + halo bytes of `Target.cost`), then
    **fewer cores**, then latency, then the layout's name (only to make the order total);
@@ -18,42 +20,47 @@ it, and one on fewer cores leaves cores free.
 
 from __future__ import annotations
 
-import numpy as np
-
 from costmodels.protocol import Choice, SearchSpace, Target
 from costmodels.tenstorrent.shape import parse_layout
-from mapper.enumerate import ChunkPlan
+from mapper.enumerate import ChunkPlan, GroupBest
 from mapper.result import StrategyTie
 from workload.problem import Problem
 
 TIE_TOLERANCE = 0.005
 
 
-def best_per_strategy(
-    problem: Problem, target: Target, space: SearchSpace
-) -> dict[tuple[str, str], tuple[float, dict[str, Choice]]]:
-    """(layout, memory) -> (latency, point) of each strategy's fastest feasible mapping (whole space)."""
-    names = [p.name for p in space.params]
-    lay_p, mem_p = space.params[names.index("layout")], space.params[names.index("memory")]
-    n_mem = len(mem_p.choices)
-    best = np.full(len(lay_p.choices) * n_mem, np.inf)
-    points: dict[int, dict[str, Choice]] = {}
+#: the parameters whose values make a strategy: a layout on its grid, a memory placement
+TIE_PARAMS = ("layout", "memory")
+
+#: (layout, memory) -> (latency, point) of each strategy's fastest feasible mapping
+PerStrategy = dict[tuple[str, str], tuple[float, dict[str, Choice]]]
+
+
+def tie_groups(target: Target, space: SearchSpace) -> GroupBest | None:
+    """The per-strategy table to keep while enumerating this space, or None when no tie is reported.
+
+    Only Tenstorrent spaces have strategies (`TIE_PARAMS`); the enumeration feeds the table every
+    chunk it scores (`mapper.enumerate.Enumeration.groups`), so the ties cost no second pass.
+    """
+    names = {p.name for p in space.params}
+    if target.family != "tenstorrent" or not set(TIE_PARAMS) <= names:
+        return None
+    return GroupBest(space, TIE_PARAMS, "latency")
+
+
+def per_strategy(groups: GroupBest, space: SearchSpace) -> PerStrategy:
+    """The table of a `GroupBest` over `TIE_PARAMS`, keyed by the layout's and memory's names."""
+    return {(str(lay), str(mem)): best for (lay, mem), best in groups.table(space).items()}
+
+
+def best_per_strategy(problem: Problem, target: Target, space: SearchSpace) -> PerStrategy:
+    """Each strategy's fastest feasible mapping, by enumerating the whole space (when no search kept the table)."""
+    groups = GroupBest(space, TIE_PARAMS, "latency")
     plan = ChunkPlan(space, 1 << 16)
     for b0, b1 in plan.bounds():
         codes = plan.codes(b0, b1)
-        s = target.score_codes(problem, codes)
-        lat = np.where(s.feasible, s.objectives["latency"], np.inf)
-        group = np.asarray(codes["layout"]) * n_mem + np.asarray(codes["memory"])
-        order = np.lexsort((lat, group))
-        g = group[order]
-        for i in order[np.r_[True, g[1:] != g[:-1]]]:
-            k = int(group[i])
-            if lat[i] < best[k]:
-                best[k] = lat[i]
-                points[k] = {p.name: p.choices[int(codes[p.name][i])] for p in space.params}
-    return {
-        (str(lay_p.choices[k // n_mem]), str(mem_p.choices[k % n_mem])): (float(best[k]), points[k]) for k in points
-    }
+        groups.absorb(space, codes, target.score_codes(problem, codes))
+    return per_strategy(groups, space)
 
 
 def _cores(layout: str) -> int:
@@ -61,9 +68,16 @@ def _cores(layout: str) -> int:
     return parsed[1] * parsed[2] if parsed else 0
 
 
-def strategy_ties(problem: Problem, target: Target, space: SearchSpace) -> list[StrategyTie]:
-    """The tie (see the module docstring), in tie-break order; the first entry is the winner."""
-    per = best_per_strategy(problem, target, space)
+def strategy_ties(
+    problem: Problem, target: Target, space: SearchSpace, per: PerStrategy | None = None
+) -> list[StrategyTie]:
+    """The tie (see the module docstring), in tie-break order; the first entry is the winner.
+
+    `per`: each strategy's best as the search's enumeration kept it (`tie_groups`); None enumerates
+    the space for it (`best_per_strategy`).
+    """
+    if per is None:
+        per = best_per_strategy(problem, target, space)
     if not per:
         return []
     fastest = min(v for v, _ in per.values())

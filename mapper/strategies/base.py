@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from costmodels.protocol import SearchSpace, Target
+from costmodels.protocol import Choice, SearchSpace, Target
 from mapper.report import Found
 from mapper.result import Certificate
 from mapper.settings import SearchSettings
@@ -18,6 +18,8 @@ class Searched(Found):
     """What a strategy found, with the certificate of what it proved (`mapper.bounds.certify`)."""
 
     certificate: Certificate | None = None
+    #: each Tenstorrent strategy's best (`mapper.ties.PerStrategy`), kept by an enumeration in its one pass
+    per_strategy: dict[tuple[str, str], tuple[float, dict[str, Choice]]] | None = None
 
 
 def certificate_notes(cert: Certificate, feasible: bool) -> list[str]:

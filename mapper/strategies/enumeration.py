@@ -6,17 +6,22 @@ from collections import Counter
 
 from costmodels.protocol import SearchSpace, Target
 from mapper.bounds import StructureBounds, certify
+from mapper.enumerate import Enumeration as EnumerationState
 from mapper.enumerate import chunk_codes, enumerate_space
 from mapper.planning import Probe
 from mapper.result import TrialCounts, ViolationCount
 from mapper.settings import SearchSettings
 from mapper.strategies.base import Searched, Strategy, certificate_notes
+from mapper.ties import per_strategy, tie_groups
 from mapper.watch import Watch
 from workload.problem import Problem
 
 
 class Enumeration(Strategy):
     """Score the whole space in chunks: optimal when it completes within the budget.
+
+    On a space with strategies to tie (`mapper.ties.tie_groups`: Tenstorrent, latency alone) it
+    also keeps each strategy's best in the same pass (`Searched.per_strategy`).
 
     `probe`: the rate probe that scored the first chunk already (its state is carried on).
     """
@@ -36,11 +41,18 @@ class Enumeration(Strategy):
         deadline: float,
         watch: Watch | None = None,
     ) -> Searched:
+        groups = tie_groups(target, space) if settings.objectives == ("latency",) else None
         if self.probe is None:
+            state = EnumerationState(objectives=settings.objectives, groups=groups)
             e = enumerate_space(
-                target, problem, space, settings.objectives, chunk=settings.chunk, deadline=deadline, watch=watch
-            )
-        else:  # the probe scored the first chunk already
+                target, problem, space, settings.objectives, chunk=settings.chunk, deadline=deadline, watch=watch,
+                state=state,
+            )  # fmt: skip
+        else:  # the probe scored the first chunk already (its few points are scored again for the groups)
+            if groups is not None:
+                codes = self.probe.plan.codes(0, self.probe.blocks)
+                groups.absorb(space, codes, target.score_codes(problem, codes))
+                self.probe.state.groups = groups
             e = enumerate_space(
                 target, problem, space, settings.objectives, deadline=deadline,
                 plan=self.probe.plan, state=self.probe.state, first_block=self.probe.blocks, watch=watch,
@@ -79,6 +91,7 @@ class Enumeration(Strategy):
             front=e.front,
             notes=notes + certificate_notes(cert, e.best is not None),
             certificate=cert,
+            per_strategy=per_strategy(groups, space) if groups is not None and e.complete else None,
         )
 
 

@@ -5,26 +5,36 @@ scored at once with `Target.score_codes` (as choice indices) and the trial repor
 with no feasible point makes the trial infeasible: the constraints its first point violates
 (from `Target.check`, which explains what is wrong) are set with ``trial.set_constraint`` and
 listed in the trial's user attributes, so the study's history says what was ruled out and why.
-Repeated structural choices are answered from a memo without scoring again.
+Repeated structural choices are answered from a memo without scoring again; with `skip_seen` (what
+`OptunaStudy` runs) a trial that proposes a structure already scored or bounded out is not answered
+at all but pruned (``optuna.TrialPruned``, the way Optuna's FAQ "How can I ignore duplicated
+samples?" and optuna/optuna#2021 advise: TPE ranks a pruned trial without intermediate values behind
+every complete one, so it is less likely to propose it again), and `unseen` hands the study the next
+structures no trial has covered, for ``study.enqueue_trial``: a sampler that has converged cannot
+keep the search from reaching the last structures.
 
 Branch and bound (one objective): before scoring a structure the evaluator asks its admissible
 bound (`mapper.bounds.StructureBounds`); a structure whose bound is not below the best found is
 not scored (*pruned by bound*: none of its points can be better) and the trial reports the bound.
-The memo records which structures were scored and which pruned, for the certificate.
+The memo records which structures were scored and which pruned, for the certificate. Several
+objectives (`front_bounds`): a structure whose bound vector the front found so far dominates is
+pruned the same way (`mapper.bounds.FrontBounds`), and the trial reports its bound vector.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 import optuna
 
 from costmodels.protocol import Choice, SearchSpace, Target
-from mapper.bounds import StructureBounds
+from mapper.bounds import FrontBounds, StructureBounds
 from mapper.enumerate import pareto_front, point_at, subspace_codes
 from mapper.strategies.encoding import CONSTRAINT_PREFIX, Encoding
 from workload.problem import Problem
@@ -43,6 +53,7 @@ class Outcome:
     values: tuple[float, ...] | None
     violations: tuple[tuple[str, str], ...] = ()  # (code, message)
     bound: float | None = None  # set when the structure was pruned by this bound instead of scored
+    bound_values: tuple[float, ...] = ()  # several objectives: the bound vector it was pruned by
     front: list[tuple[dict[str, Choice], tuple[float, ...]]] = field(default_factory=list)  # several objectives
 
 
@@ -57,6 +68,8 @@ class Evaluator:
     encoding: Encoding
     inner: tuple[str, ...]
     bounds: StructureBounds | None = None  # set: prune structures by bound (one objective)
+    front_bounds: FrontBounds | None = None  # set: prune structures the front dominates (several objectives)
+    front_values: np.ndarray | None = None  # the values of the front of every structure scored so far
     memo: dict[tuple[Choice, ...], Outcome] = field(default_factory=dict)
     trace: list[float | None] = field(default_factory=list)
     trace_points: list[int] = field(default_factory=list)  # points scored after each trial
@@ -70,22 +83,30 @@ class Evaluator:
     duplicates: int = 0
     infeasible: int = 0
     pruned: int = 0  # trials answered by a structure's bound instead of scoring it
+    skip_seen: bool = False  # prune a trial proposing a covered structure instead of answering it from the memo
+    last_duplicate: bool = False  # the last trial proposed a structure already covered
     _pattern: dict[str, np.ndarray] | None = None
+    _cursor: Iterator[tuple[Choice, ...]] | None = None
 
     def __call__(self, trial: optuna.Trial) -> float | tuple[float, ...]:
         fixed = self.encoding.suggest(trial)
         key = tuple(fixed[p.name] for p in self.encoding.params)
         outcome = self.memo.get(key)
+        self.last_duplicate = outcome is not None
         if outcome is None:
             outcome = self._bound(fixed) or self._score(fixed)
             self.memo[key] = outcome
         else:
             self.duplicates += 1
+            if self.skip_seen:  # nothing new to learn: no value, and the trial costs no scoring
+                trial.set_user_attr("duplicate", True)
+                self._record()
+                raise optuna.TrialPruned("structure already scored or bounded out")
         if outcome.bound is not None:
             self.pruned += 1
             trial.set_user_attr("pruned_by_bound", outcome.bound)
             self._record()
-            return outcome.bound
+            return outcome.bound_values or outcome.bound
         if outcome.point is None or outcome.values is None:
             self.infeasible += 1
             codes = sorted({c for c, _ in outcome.violations})
@@ -100,10 +121,14 @@ class Evaluator:
         trial.set_user_attr("point", outcome.point)
         if len(self.objectives) > 1:  # Optuna sees the structure's ideal point: the best of each objective on its front
             trial.set_user_attr("front_size", len(outcome.front))
+        if outcome.front and self.front_bounds is not None:  # several objectives: the running front grows
+            self._merge_front(outcome)
         if self.best_values is None or outcome.values[0] < self.best_values[0]:
             self.best_point, self.best_values = outcome.point, outcome.values
             if self.bounds is not None:
                 self.bounds.learn_clock(outcome.point)
+            if self.front_bounds is not None:
+                self.front_bounds.learn_clock(outcome.point)
             self.improved_at, self.improved_time = len(self.trace) + 1, time.perf_counter()
         self._record()
         if len(self.objectives) == 1:
@@ -114,12 +139,52 @@ class Evaluator:
         self.trace.append(None if self.best_values is None else self.best_values[0])
         self.trace_points.append(self.scored)
 
+    def _merge_front(self, outcome: Outcome) -> None:
+        new = np.array([v for _, v in outcome.front], dtype=np.float64)
+        both = new if self.front_values is None else np.concatenate([self.front_values, new])
+        self.front_values = both[pareto_front(both)]
+
     def _bound(self, fixed: dict[str, Choice]) -> Outcome | None:
-        """The outcome of a structure bounded out by the best found (None: it must be scored)."""
+        """The outcome of a structure bounded out by the best found or the front (None: it must be scored)."""
+        if self.front_bounds is not None:
+            if self.front_values is None:
+                return None
+            vec = self.front_bounds(fixed)
+            if not FrontBounds.dominated(vec, self.front_values):
+                return None
+            return Outcome(None, None, bound=float(vec[0]), bound_values=tuple(float(x) for x in vec))
         if self.bounds is None or self.best_values is None:
             return None
         b = self.bounds(fixed)
         return Outcome(None, None, bound=b) if StructureBounds.bounded_out(b, self.best_values[0]) else None
+
+    def unseen(self, n: int, deadline: float | None = None) -> list[dict[str, Choice]]:
+        """Up to `n` structures no trial has covered, as Optuna params (for ``study.enqueue_trial``).
+
+        Structures are taken in the space's numbering (the structural parameters' choices in C
+        order) from where the last call stopped, skipping those already scored or pruned; one met on
+        the way whose bound is out (`_bound`) is recorded as pruned by bound without a trial. Stops
+        early at `deadline` (a ``time.perf_counter()`` value). An empty list once the numbering is
+        spent: every structure has then been scored, bounded out or handed out.
+        """
+        names = [p.name for p in self.encoding.params]
+        if self._cursor is None:
+            self._cursor = itertools.product(*(p.choices for p in self.encoding.params))
+        out: list[dict[str, Choice]] = []
+        for key in self._cursor:
+            if key in self.memo:
+                continue
+            fixed = dict(zip(names, key, strict=True))
+            bounded = self._bound(fixed)
+            if bounded is not None:
+                self.memo[key] = bounded
+            else:
+                params = self.encoding.encode(fixed)
+                assert params is not None  # the key is a point of the structural parameters
+                out.append(params)
+            if len(out) >= n or (deadline is not None and time.perf_counter() > deadline):
+                break
+        return out
 
     def _codes(self, fixed: dict[str, Choice]) -> dict[str, np.ndarray]:
         """The sub-space of a structural choice as code columns: the inner pattern (built once) beside constants."""

@@ -3,6 +3,15 @@
 One in-memory study per request (logging at WARNING, nothing persisted per trial), with the
 sampler named by the strategy (`mapper.strategies.samplers.SAMPLERS`), warm starts enqueued
 first and a `StopRule` checked after every trial.
+
+No trial is spent scoring a structure twice: a trial whose sampler proposes a structure already
+scored or bounded out is pruned unscored (`Evaluator.skip_seen`), and the study then enqueues
+structures no trial has covered yet (`Evaluator.unseen`, in the space's numbering, bounding each
+on the way): one after the first such proposal, twice as many after each further one in a row
+(up to `ENQUEUE_MAX`), none once the sampler proposes a new structure again. So a sampler that has
+converged (TPE re-proposing its favourite) costs a few trials, and the search reaches every
+structure within ``structures + log2`` trials of the proposals that repeat; when the last one is
+scored or bounded out the study stops (``space-exhausted``) with the optimum proven.
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ from dataclasses import dataclass
 import optuna
 
 from costmodels.protocol import Choice, SearchSpace, Target
-from mapper.bounds import StructureBounds, certify
+from mapper.bounds import FrontBounds, StructureBounds, certify
 from mapper.planning import DEFAULT_INNER, Probe
 from mapper.result import TrialCounts, ViolationCount
 from mapper.settings import SearchSettings, StopReason
@@ -25,6 +34,9 @@ from mapper.strategies.samplers import SAMPLERS, make_sampler
 from mapper.watch import Watch
 from workload.problem import Problem
 
+#: most structures enqueued after one repeated proposal (the batch doubles per repeat in a row)
+ENQUEUE_MAX = 64
+
 
 @dataclass
 class StopRule:
@@ -32,9 +44,11 @@ class StopRule:
 
     In order: every structural choice scored (``space-exhausted``: each came with its whole
     sub-space, so the best is optimal); the best single-objective latency at the roofline bound
-    (``lower-bound``: nothing can be faster); `patience` trials or `patience_seconds` without any
-    improvement of the best (``converged``: a heuristic stop, never reported as optimal). The
-    trial and time budgets are Optuna's own limits.
+    (``lower-bound``: nothing can be faster), or with several objectives a front that dominates
+    the whole space's bound vector (``lower-bound``: the front is exact, `FrontBounds`); with one
+    objective, `patience` trials or `patience_seconds` without any improvement of the best
+    (``converged``: a heuristic stop, never reported as optimal). The trial and time budgets are
+    Optuna's own limits.
     """
 
     problem: Problem
@@ -46,7 +60,10 @@ class StopRule:
         s = self.settings
         if ev.structural_exhausted:
             return "space-exhausted"
-        if ev.best_point is None or ev.best_values is None or s.multi_objective:
+        if s.multi_objective:  # the front dominates the whole space's bound vector: every structure is out
+            fb = ev.front_bounds
+            return "lower-bound" if fb is not None and FrontBounds.dominated(fb.whole(), ev.front_values) else None
+        if ev.best_point is None or ev.best_values is None:
             return None
         if s.objectives == ("latency",):
             if self.bound_seconds is None:
@@ -112,14 +129,22 @@ class OptunaStudy(Strategy):
                     continue
                 study.enqueue_trial(params, user_attrs={"warm_start": i}, skip_if_exists=True)
         bounds = StructureBounds(target, problem, settings.objectives[0])
+        front_bounds = FrontBounds(target, problem, settings.objectives) if settings.multi_objective else None
         ev = Evaluator(
             target, problem, space, settings.objectives, encoding, tuple(p.name for p in inner),
-            bounds=None if settings.multi_objective else bounds,
+            bounds=None if settings.multi_objective else bounds, front_bounds=front_bounds, skip_seen=True,
         )  # fmt: skip
         rule = StopRule(problem, target, settings)
         stopped: list[StopReason] = []
+        repeats = [0]  # repeated proposals of the sampler in a row
 
-        def callback(study: optuna.Study, _trial: optuna.trial.FrozenTrial) -> None:
+        def callback(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+            if ev.last_duplicate:  # the sampler proposed a covered structure: hand it uncovered ones
+                repeats[0] += 1
+                for params in ev.unseen(min(ENQUEUE_MAX, 2 ** (repeats[0] - 1)), deadline):
+                    study.enqueue_trial(params, user_attrs={"unseen": True})
+            elif "unseen" not in trial.user_attrs and "warm_start" not in trial.user_attrs:
+                repeats[0] = 0
             if watch is not None:
                 watch.report(len(ev.trace), settings.max_trials, ev.trace[-1] if ev.trace else None)
             reason: StopReason | None = "cancelled" if watch is not None and watch.cancelled() else rule(ev)
@@ -158,7 +183,7 @@ class OptunaStudy(Strategy):
         probed = self.probe.state.scored + 1 if self.probe else 0  # the rate probe's points count too
         counts = TrialCounts(
             trials=n_trials,
-            complete=n_trials - ev.infeasible - ev.pruned,
+            complete=n_trials - ev.infeasible - ev.pruned - ev.duplicates,
             infeasible=ev.infeasible,
             duplicates=ev.duplicates,
             pruned_by_bound=ev.pruned,
@@ -171,10 +196,11 @@ class OptunaStudy(Strategy):
         cert = certify(
             space, bounds, structural, scored=scored, pruned=pruned,
             best=ev.best_values[0] if ev.best_values else None, prune=not settings.multi_objective,
+            front=ev.front_values, front_bounds=front_bounds,
         )  # fmt: skip
         proven = cert.complete
         if proven and settings.multi_objective:
-            notes.append("every point was scored: the front is the exact Pareto front")
+            notes.append("every structure was scored or bounded out: the front is the exact Pareto front")
         if reason == "converged":
             notes.append(f"no improvement over the last {len(ev.trace) - ev.improved_at} trials: stopped")
         notes.extend(certificate_notes(cert, point is not None))

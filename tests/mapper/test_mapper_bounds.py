@@ -15,8 +15,8 @@ import pytest
 from costmodels.protocol import Choice
 from costmodels.registry import get_target, target_names
 from costmodels.structure_bound import StructureBounded
-from mapper.bounds import StructureBounds, certify
-from mapper.enumerate import subspace_codes
+from mapper.bounds import FrontBounds, StructureBounds, certify, objective_floor
+from mapper.enumerate import ChunkPlan, subspace_codes
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from mapper.strategies import split_params
@@ -103,7 +103,7 @@ def test_branch_and_bound_prunes_structures_and_proves_the_optimum() -> None:
     assert cert.pruned_by_bound > 0 and cert.scored + cert.pruned_by_bound == cert.structures_total
     assert r.counts.pruned_by_bound > 0 and r.counts.points_scored < t.space(P).size  # pruning saved scoring
     c = r.counts
-    assert c.complete + c.infeasible + c.pruned_by_bound == c.trials
+    assert c.complete + c.infeasible + c.pruned_by_bound + c.duplicates == c.trials
     assert r.values == optimum.values
     assert any("proven optimal over the target's search space (896 points)" in n for n in r.notes)
 
@@ -142,10 +142,65 @@ def test_an_enumeration_is_one_structure_and_names_its_space() -> None:
     assert cut.certificate is not None and cut.certificate.unexplored == 1 and not cut.proven_optimal
 
 
-def test_several_objectives_are_never_pruned() -> None:
-    s = SearchSettings(strategy="tpe", objectives=("latency", "footprint"), inner_points=8, max_trials=30, patience=0)
+def test_several_objectives_are_not_pruned_without_a_floor_on_each() -> None:
+    """footprint has no floor but 0, so no front point can dominate a structure's bound vector."""
+    s = SearchSettings(strategy="tpe", objectives=("latency", "footprint"), inner_points=8, max_trials=300, patience=0)
     r = tune(P, BoundedFake(), s, validate=False)
     assert r.certificate is not None and r.certificate.pruned_by_bound == 0 and r.counts.pruned_by_bound == 0
+    assert r.proven_optimal and r.certificate.scored == r.certificate.structures_total
+
+
+@pytest.mark.parametrize("preset", target_names())
+@pytest.mark.parametrize("problem", [GEMM, CONV], ids=["gemm", "conv"])
+def test_no_point_moves_fewer_offchip_bytes_than_the_problem_needs(preset: str, problem: Problem) -> None:
+    """`objective_floor` (offchip_bytes >= Problem.min_bytes) is admissible: every feasible point of the whole space."""
+    target = get_target(preset)
+    if target.supports(problem):
+        pytest.skip(f"{preset} does not run this problem")
+    space = target.space(problem)
+    plan = ChunkPlan(space, 1 << 16)
+    least = np.inf
+    for b0, b1 in plan.bounds():
+        score = target.score_codes(problem, plan.codes(b0, b1))
+        off = np.where(np.asarray(score.feasible, dtype=bool), np.asarray(score.objectives["offchip_bytes"]), np.inf)
+        least = min(least, float(off.min()))
+    assert np.isfinite(least) and least >= objective_floor(problem, "offchip_bytes") * (1 - 1e-12)
+    assert objective_floor(problem, "footprint") == 0.0
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_two_objectives_prune_dominated_structures_and_keep_the_exact_front(seed: int) -> None:
+    objectives = ("latency", "offchip_bytes")
+    exact = tune(P, BoundedFake(), SearchSettings(strategy="exhaustive", objectives=objectives), validate=False)
+    s = SearchSettings(strategy="tpe", objectives=objectives, inner_points=8, max_trials=2000, patience=0, seed=seed)
+    r = tune(P, BoundedFake(), s, validate=False)
+    cert = r.certificate
+    assert cert is not None and r.proven_optimal and cert.complete and cert.pruned_by_bound > 0
+    assert cert.scored + cert.pruned_by_bound == cert.structures_total and r.counts.pruned_by_bound > 0
+    assert r.counts.points_scored < BoundedFake().space(P).size  # pruning saved scoring
+    assert sorted(tuple(p.values.values()) for p in r.pareto) == sorted(tuple(p.values.values()) for p in exact.pareto)
+    assert cert.bound_source.startswith("latency: target.structure_bound")
+
+
+def test_a_front_that_dominates_the_whole_spaces_bound_stops_the_search() -> None:
+    """The front's corner at the roofline and the compulsory bytes bounds every structure out at once."""
+    t, objectives = FakeMatmulTarget(), ("latency", "offchip_bytes")
+    fb = FrontBounds(t, P, objectives)
+    fb.learn_clock(t.warm_starts(P)[0])
+    whole = fb.whole()
+    assert list(whole) == [fb.latency.whole(), P.min_bytes]  # type: ignore[union-attr]
+    assert FrontBounds.dominated(whole, whole[None, :]) and not FrontBounds.dominated(whole, whole[None, :] * 1.01)
+    structural, _ = split_params(t.space(P), 8)
+    corner = certify(
+        t.space(P), StructureBounds(t, P, "latency"), structural, scored=set(), pruned=set(), best=None,
+        prune=False, front=whole[None, :], front_bounds=fb,
+    )  # fmt: skip
+    assert corner.complete and corner.pruned_by_bound == corner.structures_total
+    above = certify(
+        t.space(P), StructureBounds(t, P, "latency"), structural, scored=set(), pruned=set(), best=None,
+        prune=False, front=whole[None, :] * 1.01, front_bounds=fb,
+    )  # fmt: skip
+    assert above.unexplored == above.structures_total
 
 
 def test_certify_counts_add_up_and_the_generic_bound_bounds_out_everything_at_the_roofline() -> None:

@@ -43,6 +43,19 @@ def test_pareto_front_is_exact_without_duplicates_and_keeps_the_first_representa
     assert pareto_mask(v).sum() >= len(idx)  # the mask keeps duplicates
 
 
+def test_two_objective_front_skips_nan_and_infinite_rows_and_is_empty_without_a_finite_one() -> None:
+    rng = np.random.default_rng(7)
+    v = rng.integers(0, 6, size=(500, 2)).astype(float)
+    v[rng.integers(0, 500, 20), 1] = np.nan
+    v[rng.integers(0, 500, 20), 0] = -np.inf  # not finite: never on the front, even though it is "smallest"
+    v[rng.integers(0, 500, 20), 1] = np.inf
+    idx = pareto_front(v)
+    finite = v[np.isfinite(v).all(axis=1)]  # rows with a non-finite entry are out of the comparison altogether
+    assert {tuple(v[i].tolist()) for i in idx} == distinct_front(finite) and all(np.isfinite(v[idx]).ravel())
+    assert pareto_front(np.full((4, 2), np.inf)).size == 0
+    assert list(pareto_front(np.array([[1.0, 2.0], [1.0, 2.0], [2.0, 1.0]]))) == [0, 2]
+
+
 def test_enumerated_front_on_wormhole_has_one_entry_per_distinct_value() -> None:
     """The issue's case: 288 entries with one distinct value on wormhole; now one entry per value."""
     target = get_target("wormhole-n150")

@@ -61,7 +61,7 @@ def assert_complete_result(r: TuneResult, preset: str, problem: Problem) -> None
     assert trace and all(b <= a for a, b in itertools.pairwise(trace))
     assert trace[-1] == pytest.approx(r.values["latency"], rel=1e-12)
     c = r.counts
-    assert c.complete + c.infeasible == c.trials and c.points_scored > 0
+    assert c.complete + c.infeasible + c.pruned_by_bound + c.duplicates == c.trials and c.points_scored > 0
     assert r.cost_model_version.split("+")[1].startswith(target.family + ".")
     # optimality is claimed only with a proof, and the answer never beats the whole space's optimum
     best = space_optimum(preset, problem)

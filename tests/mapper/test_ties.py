@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from costmodels.registry import get_target
-from mapper.enumerate import ChunkPlan
+from mapper.enumerate import ChunkPlan, GroupBest
 from mapper.search import tune
 from mapper.settings import SearchSettings
-from mapper.ties import TIE_TOLERANCE
+from mapper.ties import TIE_PARAMS, TIE_TOLERANCE, strategy_ties
 from workload.conv2d import conv2d
 
 # ResNet-50 layer1.0.conv1 at batch 16: DRAM-bound, so many grids reach the same DRAM floor
@@ -77,3 +77,69 @@ def test_the_tie_is_exactly_the_strategies_within_tolerance(kernel: int) -> None
     r = tune(conv, T, SearchSettings(), validate=False)
     assert {(t.layout, t.memory) for t in r.ties} == expected
     assert r.point == r.ties[0].point
+
+
+def test_the_ties_come_from_the_enumeration_itself_the_space_scored_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """auto scores every point once (its probe's few points twice) and lists the same ties as a separate pass."""
+    scored = [0]
+    original = T.score_codes
+
+    def counting(problem, codes):  # type: ignore[no-untyped-def]
+        scored[0] += len(next(iter(codes.values())))
+        return original(problem, codes)
+
+    monkeypatch.setattr(T, "score_codes", counting)
+    r = tune(CONV, T, SearchSettings(), validate=False)
+    size, probe = T.space(CONV).size, SearchSettings().probe_points
+    assert r.stop_reason == "enumerated" and len(r.ties) > 1
+    assert size <= scored[0] <= size + probe + 2  # + the probe's chunk again for the table, + its one-point calls
+    monkeypatch.setattr(T, "score_codes", original)
+    again = strategy_ties(CONV, T, T.space(CONV))  # the old way: a second enumeration of its own
+    assert [t.model_dump() for t in r.ties] == [t.model_dump() for t in again]
+
+
+@pytest.mark.parametrize("chunk", [1 << 10, 1 << 13])
+def test_each_strategy_is_represented_by_its_earliest_fastest_point_whatever_the_chunks(chunk: int) -> None:
+    space = T.space(CONV)
+    whole = GroupBest(space, TIE_PARAMS)
+    plan = ChunkPlan(space, space.size)  # one chunk: the reference
+    codes = plan.codes(0, plan.blocks)
+    score = T.score_codes(CONV, codes)
+    whole.absorb(space, codes, score)
+    lat = np.where(score.feasible, score.objectives["latency"], np.inf)
+    for (lay, mem), (value, point) in whole.table(space).items():
+        rows = np.flatnonzero(
+            (np.asarray(codes["layout"]) == space.params[0].choices.index(lay))
+            & (np.asarray(codes["memory"]) == next(p for p in space.params if p.name == "memory").choices.index(mem))
+        )
+        first = rows[np.argmin(lat[rows])]  # argmin keeps the first of equal minima
+        assert value == lat[first] and point == {p.name: p.choices[int(codes[p.name][first])] for p in space.params}
+    cut = GroupBest(space, TIE_PARAMS)
+    small = ChunkPlan(space, chunk)
+    for b0, b1 in small.bounds():
+        c = small.codes(b0, b1)
+        cut.absorb(space, c, T.score_codes(CONV, c))
+    assert cut.table(space) == whole.table(space)
+
+
+@pytest.mark.parametrize("names", [("stationary",), ("stationary", "tk"), ("tn",)])
+def test_group_best_is_each_groups_earliest_minimum_whether_or_not_groups_come_in_runs(names: tuple[str, ...]) -> None:
+    """Leading parameters come in runs within a chunk (the reduceat path); trailing ones do not (minimum.at)."""
+    from tests.mapper.fake_target import FakeMatmulTarget, matmul
+
+    t, p = FakeMatmulTarget(), matmul(1024, 512, 2048)
+    space = t.space(p)
+    groups = GroupBest(space, names)
+    plan = ChunkPlan(space, 64)
+    for b0, b1 in plan.bounds():
+        codes = plan.codes(b0, b1)
+        groups.absorb(space, codes, t.score_codes(p, codes))
+    cols = space.columns()
+    score = t.score_batch(p, cols)
+    lat = np.where(score.feasible, score.objectives["latency"], np.inf)
+    expected = {}
+    for i in np.argsort(lat, kind="stable"):  # by latency, then point number: the first seen per group wins
+        key = tuple(cols[n][i].item() for n in names)
+        if np.isfinite(lat[i]) and key not in expected:
+            expected[key] = (float(lat[i]), {k: v[i].item() for k, v in cols.items()})
+    assert groups.table(space) == expected and len(expected) > 1
