@@ -20,7 +20,8 @@ instead (tests compare the two on small chains). The greedy figure runs the same
 keeping only the cheapest state after each step.
 
 Progress and cancel: with a `mapper.watch.Watch`, the plan reports each conv table it builds
-(unit ``plan layers``) and each DP step, and raises `PlanCancelled` when the watch asks it to stop.
+(unit ``plan layers``, the bulk of its time) then each DP step (unit ``plan steps``), and raises
+`PlanCancelled` when the watch asks it to stop (checked between enumeration chunks and steps).
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ def _run(
         if watch is not None and watch.cancelled():
             raise PlanCancelled
         value, E, K, back = _step(value, E, K, step, prices, i)
+        if watch is not None and not greedy:
+            watch.report(i + 1, len(steps), None, unit="plan steps")
         if value.size == 0:
             raise ValueError("some layer has no feasible mapping on this target: no network plan")
         if greedy:  # keep only the cheapest state: each step chose without looking ahead
@@ -146,6 +149,4 @@ def plan_layouts(
     prices = Prices(steps, tables, base, [-(-s.live_bytes // cores) for s in steps])
     total, chosen = _run(steps, prices, False, watch)
     greedy, _ = _run(steps, prices, True, watch)
-    if watch is not None:
-        watch.report(len(steps), len(steps), total, unit="plan steps")
     return report(steps, tables, prices, chosen, total, greedy)

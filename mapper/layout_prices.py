@@ -118,13 +118,14 @@ class Prices:
             sticks, ch, nb = self._tensor(i)
             loc = np.array([self.index[lay] for lay in tb.layouts])
             rs = self.reshard(sticks, ch, nb)[0][np.ix_(src[l1], loc)]
-        for c, (j, m, o) in enumerate(choices):
-            if o == 1 and not self.steps[i].out_l1:
-                continue
+        cj, cm, co = (np.array(x) for x in zip(*choices, strict=True))
+        for o in (0, 1) if self.steps[i].out_l1 else (0,):
+            sel = np.flatnonzero(co == o)
+            j, m = cj[sel], cm[sel]
             if (False, bool(o)) in tb.best:
-                cost[~l1, c] = tb.best[(False, bool(o))][j, m]
-            if l1.any() and (True, bool(o)) in tb.best:
-                cost[l1, c] = tb.best[(True, bool(o))][j, m] + (rs[:, j] if m == 0 else 0.0)
+                cost[np.ix_(~l1, sel)] = tb.best[(False, bool(o))][j, m][None, :]
+            if l1.any() and (True, bool(o)) in tb.best:  # a sharded conv reshards an input in another layout
+                cost[np.ix_(l1, sel)] = tb.best[(True, bool(o))][j, m][None, :] + np.where(m == 0, rs[:, j], 0.0)
         return cost, choices
 
     def options(self, i: int, E: np.ndarray, K: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

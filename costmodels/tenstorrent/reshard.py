@@ -54,9 +54,11 @@ def reshard_matrix(
     cores = hw.cores
     a = np.stack([shard_boxes(sticks, channels, s, cores) for s in sources])  # (S, cores, 4)
     b = np.stack([shard_boxes(sticks, channels, t, cores) for t in targets])  # (T, cores, 4)
-    # each bound as its own contiguous (S, 1, cores) / (1, T, cores) array: the (S, T, cores) passes stay few
-    a0, a1, a2, a3 = (np.ascontiguousarray(a[:, None, :, k]) for k in range(4))
-    b0, b1, b2, b3 = (np.ascontiguousarray(b[None, :, :, k]) for k in range(4))
+    # each bound as its own contiguous (S, 1, cores) / (1, T, cores) array: the (S, T, cores) passes stay few,
+    # in 32-bit integers when every product fits
+    it = np.int32 if sticks * channels < 2**31 else np.int64
+    a0, a1, a2, a3 = (np.ascontiguousarray(a[:, None, :, k], dtype=it) for k in range(4))
+    b0, b1, b2, b3 = (np.ascontiguousarray(b[None, :, :, k], dtype=it) for k in range(4))
     over_s = np.minimum(a1, b1) - np.maximum(a0, b0)
     over_c = np.minimum(a3, b3) - np.maximum(a2, b2)
     np.maximum(over_s, 0, out=over_s)
@@ -65,7 +67,7 @@ def reshard_matrix(
     # sent = own area - kept, received = new area - kept; a core moves the larger of the two
     area_a, area_b = _area(a)[:, None, :], _area(b)[None, :, :]
     per_core = (np.maximum(area_a, area_b) - kept).max(axis=-1) * elem_bytes
-    moved = (area_b.sum(axis=-1) - kept.sum(axis=-1)) * elem_bytes
+    moved = (area_b.sum(axis=-1) - kept.sum(axis=-1, dtype=np.int64)) * elem_bytes
     hops = hw.noc_hop_cycles * (hw.grid_x + hw.grid_y)
     cycles = np.where(moved > 0, per_core / hw.noc_link_bytes_per_cycle + hops, 0.0)
     return cycles, moved.astype(np.float64)

@@ -111,11 +111,19 @@ def test_an_add_with_its_skip_in_another_layout_pays_the_noc_reshard() -> None:
 def test_plan_reports_progress_and_stops_when_cancelled() -> None:
     problems, ov = CASES[1]
     seen: list[tuple[int, int]] = []
-    full = Watch(progress=lambda done, total, best: seen.append((done, total)))
-    plan_layouts(problems, PRESET, ov, watch=full)
-    convs = sum(1 for p in problems)
-    assert seen[0] == (1, convs) and (convs, convs) in seen  # one report per conv table, then the steps
-    assert full.unit == "plan steps"
+    units: list[str] = []
+
+    def progress(done: int, total: int, best: float | None) -> None:
+        seen.append((done, total))
+        units.append(full.unit)
+
+    full = Watch(progress=progress)
+    plan = plan_layouts(problems, PRESET, ov, watch=full)
+    convs, steps = len(problems), len(plan.layers)
+    assert steps == convs + 2  # the max pool and the add
+    # one report per conv table, then one per DP step
+    assert seen == [(k, convs) for k in range(1, convs + 1)] + [(k, steps) for k in range(1, steps + 1)]
+    assert units == ["plan layers"] * convs + ["plan steps"] * steps
     calls = {"n": 0}
 
     def cancel_after_two() -> bool:
