@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from costmodels.protocol import Target
 from mapper.cache import ResultCache, TargetFactory, answers, resolve_factory
 from mapper.keys import cache_key, cost_model_version, problem_hash
-from mapper.layout_plan import NetworkPlan, plan_layouts
+from mapper.layout_plan import NetworkPlan, PlanCancelled, plan_layouts
 from mapper.result import TuneResult
 from mapper.search import check_request, tune
 from mapper.settings import SearchSettings
@@ -121,7 +121,8 @@ def tune_layers(
 
     With a `watch`, layers are searched one after another in this process, progress is reported
     per distinct layer (unit ``layers``) and a cancel stops the running layer's search and skips
-    the rest: the result then has ``complete=False`` and the skipped layers say ``cancelled``.
+    the rest: the result then has ``complete=False`` and the skipped layers say ``cancelled``. The
+    network plan reports to the same watch and stops on its cancel too (no plan, ``complete=False``).
     """
     t0 = time.perf_counter()
     settings = settings or SearchSettings()
@@ -190,7 +191,10 @@ def tune_layers(
         and target.family == "tenstorrent"
         and settings.objectives[0] == "latency"
     ):
-        network = plan_layouts(problems, preset, overrides, factory)
+        try:
+            network = plan_layouts(problems, preset, overrides, factory, watch=watch)
+        except PlanCancelled:  # asked to stop while planning: the layers' results stand, the plan does not
+            cancelled = True
     return WorkloadResult(
         complete=not cancelled,
         workload=name,

@@ -39,10 +39,9 @@ def shard_boxes(sticks: int, channels: int, layout: str, cores: int) -> np.ndarr
     if r * c > cores:
         raise ValueError(f"layout {layout} uses {r * c} cores, the grid has {cores}")
     ps, pc = shard_sticks(sticks, r, TILE_HEIGHT), cdiv(channels, c)
-    for i in range(r):
-        for j in range(c):
-            s0, c0 = min(i * ps, sticks), min(j * pc, channels)
-            boxes[i * c + j] = (s0, min(s0 + ps, sticks), c0, min(c0 + pc, channels))
+    i, j = np.divmod(np.arange(r * c, dtype=np.int64), c)  # core i*C + j: row i, column j
+    s0, c0 = np.minimum(i * ps, sticks), np.minimum(j * pc, channels)
+    boxes[: r * c] = np.stack([s0, np.minimum(s0 + ps, sticks), c0, np.minimum(c0 + pc, channels)], axis=1)
     return boxes
 
 
@@ -55,15 +54,22 @@ def reshard_matrix(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(cycles, bytes moved) of resharding from each layout of `sources` to each of `targets`: two ``(S, T)`` arrays."""
     cores = hw.cores
-    a = np.stack([shard_boxes(sticks, channels, s, cores) for s in sources])[:, None]  # (S, 1, cores, 4)
-    b = np.stack([shard_boxes(sticks, channels, t, cores) for t in targets])[None, :]  # (1, T, cores, 4)
-    lo_s, hi_s = np.maximum(a[..., 0], b[..., 0]), np.minimum(a[..., 1], b[..., 1])
-    lo_c, hi_c = np.maximum(a[..., 2], b[..., 2]), np.minimum(a[..., 3], b[..., 3])
-    kept = np.maximum(hi_s - lo_s, 0) * np.maximum(hi_c - lo_c, 0)  # (S, T, cores): stays on the core
-    sent = _area(a) - kept
-    received = _area(b) - kept
-    per_core = np.maximum(sent, received).max(axis=-1) * elem_bytes
-    moved = received.sum(axis=-1) * elem_bytes
+    a = np.stack([shard_boxes(sticks, channels, s, cores) for s in sources])  # (S, cores, 4)
+    b = np.stack([shard_boxes(sticks, channels, t, cores) for t in targets])  # (T, cores, 4)
+    # each bound as its own contiguous (S, 1, cores) / (1, T, cores) array: the (S, T, cores) passes stay few,
+    # in 32-bit integers when every product fits
+    it = np.int32 if sticks * channels < 2**31 else np.int64
+    a0, a1, a2, a3 = (np.ascontiguousarray(a[:, None, :, k], dtype=it) for k in range(4))
+    b0, b1, b2, b3 = (np.ascontiguousarray(b[None, :, :, k], dtype=it) for k in range(4))
+    over_s = np.minimum(a1, b1) - np.maximum(a0, b0)
+    over_c = np.minimum(a3, b3) - np.maximum(a2, b2)
+    np.maximum(over_s, 0, out=over_s)
+    np.maximum(over_c, 0, out=over_c)
+    kept = over_s * over_c  # (S, T, cores): stays on the core
+    # sent = own area - kept, received = new area - kept; a core moves the larger of the two
+    area_a, area_b = _area(a)[:, None, :], _area(b)[None, :, :]
+    per_core = (np.maximum(area_a, area_b) - kept).max(axis=-1) * elem_bytes
+    moved = (area_b.sum(axis=-1) - kept.sum(axis=-1, dtype=np.int64)) * elem_bytes
     hops = hw.noc_hop_cycles * (hw.grid_x + hw.grid_y)
     cycles = np.where(moved > 0, per_core / hw.noc_link_bytes_per_cycle + hops, 0.0)
     return cycles, moved.astype(np.float64)

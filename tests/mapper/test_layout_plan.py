@@ -7,15 +7,19 @@ matters and keeping activations in L1 changes the answer.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from costmodels.registry import get_target
+from costmodels.tenstorrent.hardware import TensixHardware
 from costmodels.tenstorrent.reshard import reshard_cycles
-from mapper.layout_plan import brute_force, chain_of, plan_layouts
+from mapper.layout_brute import brute_force
+from mapper.layout_chain import build_chain
+from mapper.layout_plan import plan_layouts
 from workload import named
 from workload.conv2d import conv2d
+from workload.network_ops import NetworkOp
 from workload.problem import Problem
 
 
@@ -66,7 +70,7 @@ def test_a_reshard_is_chosen_and_priced_from_the_noc() -> None:
     (lay,) = [lay for lay in plan.layers if lay.reshard_seconds > 0]
     assert lay.input.startswith("l1 from ")
     src = lay.input.removeprefix("l1 from ")
-    hw = get_target("wormhole-n150", ov).hardware  # type: ignore[attr-defined]
+    hw = cast(TensixHardware, get_target("wormhole-n150", ov).hardware)
     p = problems[lay.index]
     # the input of conv2: 2 x 12 x 12 sticks of 64 bf16 channels
     expected = reshard_cycles(2 * 12 * 12, 64, 2, src, lay.layout, hw) / hw.clock_hz
@@ -92,22 +96,36 @@ def test_spill_when_l1_is_too_small() -> None:
     assert tight.total_seconds > roomy.total_seconds
 
 
-def test_resnet_chain_edges_and_residual_liveness() -> None:
+def test_resnet_chain_edges_residual_liveness_and_network_ops() -> None:
     ps = named.load("resnet50", batch=1, dtype="bf16")
-    links = chain_of(ps)
-    at = {p.label.removeprefix("resnet50/"): (i, links[i]) for i, p in enumerate(ps)}
-    assert not at["conv1"][1].chained
-    assert not at["layer1.0.conv1"][1].chained  # the max pool in between is not a listed layer
-    assert at["layer1.0.conv2"][1].chained and at["layer1.0.conv3"][1].chained
-    assert not at["layer1.0.downsample"][1].chained  # reads the block input
-    assert at["layer1.1.conv1"][1].chained  # the add's output, same shape as the shortcut's
+    steps = build_chain(ps)
+    at = {s.label.removeprefix("resnet50/"): s for s in steps}
+    assert len(steps) == 53 + 1 + 16  # the convs, the stem's max pool and one add per bottleneck block
+    assert [s.label.removeprefix("resnet50/") for s in steps[:3]] == ["conv1", "maxpool", "layer1.0.conv1"]
+    pool = at["maxpool"].item
+    assert isinstance(pool, NetworkOp)
+    assert (pool.kind, pool.dims, pool.out_dims, pool.kernel, pool.stride) == ("maxpool", (1, 112, 112, 64),
+                                                                              (1, 56, 56, 64), 3, 2)  # fmt: skip
+    assert at["maxpool"].chained and at["layer1.0.conv1"].chained  # the pool links the stem to the first block
+    assert at["layer1.0.conv2"].chained and at["layer1.0.conv3"].chained
+    assert not at["layer1.0.downsample"].chained  # reads the block input: the skip
+    assert [at[f"layer1.0.{x}"].mode for x in ("conv1", "conv2", "conv3", "downsample", "add")] == [
+        "open", "keep", "keep", "swap", "close"
+    ]  # fmt: skip
+    assert at["layer1.0.conv3"].out_l1  # its output may stay in L1 through the projection, for the add
+    assert [at[f"layer1.1.{x}"].mode for x in ("conv1", "conv2", "conv3", "add")] == ["open", "keep", "keep", "close"]
+    assert at["layer1.0.add"].chained and at["layer1.1.conv1"].chained  # the add's output feeds the next block
+    assert not at["layer4.2.add"].out_l1  # the last step writes DRAM
     block_in = 56 * 56 * 64 * 2  # the block input, bf16, kept for the skip connection
-    assert at["layer1.0.conv1"][1].live_bytes == 0  # it is the layer's own input
-    assert at["layer1.0.conv2"][1].live_bytes == block_in
+    assert at["layer1.0.conv1"].live_bytes == 0  # it is the layer's own input
+    assert at["layer1.0.conv2"].live_bytes == block_in
     # the projection shortcut reads the block input itself, and keeps conv3's output alive for the add
     # (bf16: a named workload's out_dtype defaults to its dtype)
-    assert at["layer1.0.downsample"][1].live_bytes == 56 * 56 * 256 * 2
-    assert at["layer1.1.conv2"][1].live_bytes == 56 * 56 * 256 * 2
+    assert at["layer1.0.downsample"].live_bytes == 56 * 56 * 256 * 2
+    assert at["layer1.1.conv2"].live_bytes == 56 * 56 * 256 * 2
+    # without the network ops the convs alone: the pool's and the adds' edges go through DRAM
+    bare = {s.label.removeprefix("resnet50/"): s for s in build_chain(ps, network_ops=False)}
+    assert not bare["layer1.0.conv1"].chained and bare["layer1.0.conv1"].mode == "keep"
 
 
 def test_workload_result_carries_the_plan_and_the_cli_table_shows_it() -> None:
