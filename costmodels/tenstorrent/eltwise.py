@@ -130,7 +130,7 @@ def eltwise_cycles(
         halo = 0.0
         buf_bytes = 0.0
         if op.kind == "maxpool":
-            buf, max_remote, _ = halo_sticks(op.window(), r)
+            buf, max_remote, _ = halo_sticks(op.window(), r, tile=t)  # tile-high shards, as a conv's
             stick = cdiv(op.channels, c) * b
             buf_bytes = buf * stick
             hop = hw.noc_hop_cycles * (hw.grid_x + hw.grid_y)
