@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from costmodels.ascend.space import CubeSetup, cube_setup, tighten, tile_choices, tile_limit
-from costmodels.ascend.tiling import capped_choices, core_grids, nest_group, round_up
+from costmodels.ascend.tiling import capped_choices, nest_group, round_up
 from costmodels.protocol import Param, SearchSpace
 from costmodels.registry import get_target
+from tests.costmodels.ascend.old_grids import old_core_grids
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
@@ -101,7 +102,7 @@ def _old_space(s: CubeSetup) -> SearchSpace:
     bm = capped_choices((*base[:-1], rec_m), mp)
     bn = capped_choices((*base, rec_n), np_)
     bk = capped_choices((*(s.k0 * f for f in (1, 2, 4, 8, 16)), rec_k), kp)
-    grids = core_grids(hw.aic_cores, v.B, -(-v.M // hw.fractal_m), -(-v.N // hw.fractal_n))
+    grids = old_core_grids(hw.aic_cores, v.B, -(-v.M // hw.fractal_m), -(-v.N // hw.fractal_n))
 
     def mults(tiles: tuple[int, ...], values: tuple[int, ...], extent: int) -> tuple[int, ...]:
         return capped_choices(values, -(-extent // min(tiles)))
