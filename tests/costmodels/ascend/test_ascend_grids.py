@@ -201,3 +201,21 @@ def test_space_sizes_quoted_in_the_docs(key: tuple[str, str]) -> None:
     if key == ("ascend-910b", "conv"):
         sides = [parse_grid(str(g)) for g in space.params[7].choices]
         assert (len({g[1] for g in sides}), len({g[2] for g in sides})) == (15, 13)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_the_structure_bound_of_a_grid_is_its_exact_optimum(preset: str) -> None:
+    """ascend/bounds.py: the bound of a structure (grid and double buffering fixed) is its best feasible latency."""
+    t = get_target(preset)
+    problem = SMALL["gemm 200x40x90"]
+    space = t.space(problem)
+    shape = tuple(len(p.choices) for p in space.params)
+    codes = np.unravel_index(np.arange(space.size), shape)
+    sc = t.score_codes(problem, {p.name: c for p, c in zip(space.params, codes, strict=True)})
+    lat = np.where(sc.feasible, sc.objectives["latency"], np.inf).reshape(shape)
+    grids = space.params[7].choices
+    for gi in range(0, len(grids), 3):
+        for di, db in enumerate(space.params[6].choices):
+            bound = t.structure_bound(problem, {"core_grid": grids[gi], "double_buffer": db})  # type: ignore[attr-defined]
+            assert bound == float(lat[..., di, gi].min())
+    assert t.structure_bound(problem, {}) == float(lat.min())  # type: ignore[attr-defined]
