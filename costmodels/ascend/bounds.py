@@ -9,15 +9,16 @@ is feasible. It is the structure's exact optimum, so it is admissible with any g
 choice the space offers (the core grids of ascend/grids.py included), and as tight as a bound can
 be: no structure whose optimum is above the best found stays unexplored, so a search whose best
 is the optimum ends with every structure scored or bounded out. It costs what scoring the
-structure does (the box's cells, priced from the same small tables), which is why the mapper asks
-for it only for structures it has not scored.
+structure does (the box's cells, priced from the same small tables): a structure the bound does
+not rule out is priced twice.
 
-Why not a roofline of the pipes: with every legal core grid (ascend/grids.py) a space has 10-100x
-more structures, and the pipes' maximum (cube, MTE1, FIX, without MTE2 and the pipeline fill)
-left about 10 of the 156 structures of a 4096^3 GEMM on ascend-910b unexplored with a gap bound of
-13.7%, so no large space was proven optimal. The same floating-point operations as scoring give
-the same value (`tests/costmodels/test_structure_bounds.py` checks the bound against the best point
-of many structures of random problems).
+Why not a roofline of the pipes: with every legal core grid (ascend/grids.py) a space has about
+10x more structures (156 against 16 for a 4096^3 bf16 GEMM on ascend-910b), and the pipes' maximum
+(cube, MTE1, FIX; MTE2 and the pipeline fill left out) left 10 of those 156 unexplored with a gap
+bound of 13.7%, so that GEMM was not proven optimal. The same floating-point operations as scoring
+give the same value (`tests/costmodels/test_structure_bounds.py` checks the bound against the best
+point of many structures of random problems; tests/costmodels/ascend/test_ascend_grids.py that it
+equals each grid's optimum).
 
 Unary problems (row reductions on the vector cores) get the roofline `lower_bound`: their spaces
 have at most a few hundred points, always enumerated.
