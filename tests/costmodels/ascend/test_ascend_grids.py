@@ -20,6 +20,8 @@ from costmodels.ascend.space import CubeSetup, build_space, cube_setup, cube_spa
 from costmodels.ascend.tiling import nest_group, parse_grid, tighten
 from costmodels.protocol import Param, SearchSpace
 from costmodels.registry import get_target
+from mapper.search import tune
+from mapper.settings import SearchSettings
 from tests.costmodels.ascend.old_grids import old_core_grids
 from workload.conv2d import conv2d
 from workload.einsum import einsum
@@ -219,3 +221,28 @@ def test_the_structure_bound_of_a_grid_is_its_exact_optimum(preset: str) -> None
             bound = t.structure_bound(problem, {"core_grid": grids[gi], "double_buffer": db})  # type: ignore[attr-defined]
             assert bound == float(lat[..., di, gi].min())
     assert t.structure_bound(problem, {}) == float(lat.min())  # type: ignore[attr-defined]
+
+
+def _largest(grids: tuple[object, ...]) -> set[str]:
+    sides = {str(g): parse_grid(str(g)) for g in grids}
+    return {
+        g
+        for g, x in sides.items()
+        if not any(y != x and all(a >= b for a, b in zip(y, x, strict=True)) for y in sides.values())
+    }
+
+
+def test_warm_starts_visit_every_largest_grid_and_the_search_proves_a_32_core_optimum() -> None:
+    """ResNet-50 layer4.1.conv1 on ascend-a5 (36 cores): the optimum's grid 1x2x16 uses 32, and TPE (the space is
+    above the enumeration limit) found only a 1x1x32 point 8% worse until the warm starts covered every largest grid."""
+    t = get_target("ascend-a5")
+    problem = conv2d(batch=1, in_channels=2048, out_channels=512, input_height=7, input_width=7, kernel=1)
+    space = t.space(problem)
+    assert space.size > 2_000_000
+    warm = t.warm_starts(problem)
+    assert _largest(space.params[7].choices) <= {str(w["core_grid"]) for w in warm}
+    assert all(w[p.name] in p.choices for w in warm for p in space.params)
+    best, grid = _optimum("ascend-a5", problem, None, None)
+    assert grid == "1x2x16"
+    found = tune(problem, t, SearchSettings(), validate=False)
+    assert found.proven_optimal and found.values["latency"] == best
