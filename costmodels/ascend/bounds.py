@@ -1,26 +1,24 @@
 """Admissible latency bounds of structures of the Ascend cube space (issue #12, branch and bound).
 
 The mapper searches a large space by *structures* (some parameters fixed, `mapper.bounds`) and skips
-a structure whose bound is not below the best latency found. `cube_structure_bound` bounds one:
-the smallest, over the structure's points, of
+a structure whose bound is not below the best latency found. `cube_structure_bound` bounds one by
+the smallest latency of its feasible points: `cost.cube_scores` (the formulas of hardware-facts.md
+§3.2, steps 1-6, and the checks of `cost.cube_checks`) over the box of codes the fixed choices leave
+(`param_tables.grid_fields` on `Prepared.tables`, cube_tables.py), ``inf`` where no point of the box
+is feasible. It is the structure's exact optimum, so it is admissible with any grid, tile or L1
+choice the space offers (the core grids of ascend/grids.py included), and as tight as a bound can
+be: no structure whose optimum is above the best found stays unexplored, so a search whose best
+is the optimum ends with every structure scored or bounded out. It costs what scoring the
+structure does (the box's cells, priced from the same small tables): a structure the bound does
+not rule out is priced twice.
 
-    max(cube, mte1, fix, min_bytes / hbm_rate) / clock
-
-where ``cube = tiles x (head + u*v)``, ``mte1 = tiles x (a1 + b1)`` and ``fix = bo_m x bo_n / fix_rate``
-are the terms of `cost._pipes` (hardware-facts.md §3.2 steps 3-4), computed from the same tables
-(`Prepared.tables`, cube_tables.py) with the same floating-point operations, over the box of codes
-the fixed choices leave (`param_tables.grid_fields`). The last term is `lower_bound`'s memory
-roofline (the minimum bytes at the aggregate HBM rate).
-
-Admissibility: for every point, `cost._core` gives a core time of at least each of these terms
-(without double buffering the pipes are summed: ``mte2 + mte1 + cube + fix``; with it the time is
-``top + (three - top) / steps >= top`` with FIX after it or overlapped, ``>= max(pipe, fix)``), and
-the point's cycles are ``max(core, offchip / hbm_rate)`` with ``offchip >= min_bytes``. Sums and
-maxima of non-negative floats never round below an operand, so the bound holds in floating point
-too, and the minimum over the structure's points (feasible or not) is below each feasible point's
-latency. MTE2 (which depends on the block loop order) is left out: the bound stays admissible, only
-looser where MTE2 is the slowest pipe. `tests/costmodels/test_structure_bounds.py` checks the
-bound against the best point of many structures of random problems.
+Why not a roofline of the pipes: with every legal core grid (ascend/grids.py) a space has about
+10x more structures (156 against 16 for a 4096^3 bf16 GEMM on ascend-910b), and the pipes' maximum
+(cube, MTE1, FIX; MTE2 and the pipeline fill left out) left 10 of those 156 unexplored with a gap
+bound of 13.7%, so that GEMM was not proven optimal. The same floating-point operations as scoring
+give the same value (`tests/costmodels/test_structure_bounds.py` checks the bound against the best
+point of many structures of random problems; tests/costmodels/ascend/test_ascend_grids.py that it
+equals each grid's optimum).
 
 Unary problems (row reductions on the vector cores) get the roofline `lower_bound`: their spaces
 have at most a few hundred points, always enumerated.
@@ -30,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from costmodels.ascend import cost as cc
 from costmodels.ascend.cube_tables import CUBE_ORDER
 from costmodels.ascend.scoring import Prepared
 from costmodels.param_tables import grid_fields
@@ -62,12 +61,6 @@ def box(prep: Prepared, fixed: dict[str, Choice]) -> tuple[list[int], list[int]]
 
 def cube_structure_bound(prep: Prepared, fixed: dict[str, Choice]) -> float:
     """Seconds no feasible point of the binary problem's space with these fixed choices can beat."""
-    c = prep.consts
     lo, hi = box(prep, fixed)
     f = grid_fields(prep.tables, lo, hi, CUBE_ORDER)
-    tiles = f["tiles_m"] * f["lknk"] * f["tiles_n"]
-    cube = tiles * (c.head + f["u"] * f["v"])
-    mte1 = tiles * (f["a1"] + f["b1"])
-    fix = (f["bo_m"] * f["bo_n"]) / c.fix_rate
-    pipes = float(np.min(np.maximum(np.maximum(cube, mte1), fix)))
-    return max(pipes, c.min_bytes / c.hbm_rate) / c.clock_hz
+    return float(np.min(cc.cube_scores(prep.consts, f)["latency"]))

@@ -8,12 +8,9 @@ hardware-facts.md §3.2 step 8). One point of the space fixes:
 - ``l1_m``, ``l1_k``, ``l1_n``: how many base tiles one L1 tile holds (K chunking: the
   ``l1_k`` base tiles of one L1 chunk and all chunks accumulate into L0C);
 - ``double_buffer``: ping-pong buffers in L1/L0A/L0B so MTE2, MTE1 and the cube overlap;
-- ``core_grid``: ``BxMxN`` distribution of output blocks over the AI cores: the grids no other grid
-  is at least as large as on every side (`tiling.core_grids`; sides are divisors of the core count
-  and powers of two). A restriction, not a proved rule: with both inputs L2-resident, pricing every
-  grid gave the same optimum on the problems tried, but with the inputs in HBM a grid that uses
-  fewer cores moves fewer bytes and can be faster (not offered yet; both shown in
-  tests/costmodels/ascend/test_ascend_grids.py).
+- ``core_grid``: ``BxMxN`` split of the AI cores over the batch, M and N groups: every legal grid
+  (at most the AI cores, both orientations, fewer cores than all, sides that do not divide their
+  blocks padded) that the grids' dominance rules keep (ascend/grids.py, sizes in `build_space`).
 
 The loop nest of a point is drawn in `costmodels.ascend.mapping`.
 
@@ -46,8 +43,8 @@ the smallest partner tiles and no double buffering are left out (infeasible at e
 `tests/costmodels/ascend/test_ascend_space.py` checks both against the unpruned space on small
 problems.
 
-Space sizes (ascend-910b; L1 multiples, double buffering and core grids as offered, 576 and 288
-combinations of them for the two problems):
+The tile rule's effect (ascend-910b; L1 multiples, double buffering and the largest core grids only, as
+before every legal grid was offered: 576 and 288 combinations of them for the two problems):
 
 | problem | every tile 1..extent (no rule) | every tile after the rule | offered, before the rule | offered |
 |---|---|---|---|---|
@@ -69,8 +66,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from costmodels.ascend.grids import grid_choices, tight_sides
 from costmodels.ascend.hardware import AscendHardware
-from costmodels.ascend.tiling import capped_choices, core_grids, exact_tiles, nest_group, round_up
+from costmodels.ascend.tiling import capped_choices, exact_tiles, nest_group, round_up, tighten
 from costmodels.ascend.vector import ROW_BLOCKS, VectorSetup
 from costmodels.gemm_view import GemmView, gemm_view
 from costmodels.protocol import Param, SearchSpace
@@ -156,12 +154,6 @@ def cube_setup(problem: Problem, hw: AscendHardware) -> CubeSetup:
     return CubeSetup(problem=problem, hw=hw, view=gemm_view(problem))
 
 
-def tighten(axes: tuple[tuple[str, int], ...], tile: int) -> int:
-    """The smallest tile whose greedy split leaves the same remainder as `tile` (the dominance rule above)."""
-    nest = nest_group(axes, (tile,))
-    return math.prod(-(-size // rest) for (_, size), rest in zip(axes, nest.factors[1], strict=True))
-
-
 def tile_limit(s: CubeSetup, group: str) -> int:
     """The largest tile of a group that can be feasible: TMATMUL's range, then L0 with the smallest partners."""
     hw = s.hw
@@ -199,27 +191,55 @@ def tile_choices(s: CubeSetup, group: str, ladder: Sequence[int] | None = None) 
     return tuple(keep) if keep else (min(tiles),)
 
 
-def cube_space(s: CubeSetup) -> SearchSpace:
-    """Tightened base tiles, L1 multiples, double buffering and core grids, capped to the problem's size."""
+def cube_space(s: CubeSetup, prune: bool = True) -> SearchSpace:
+    """Tightened base tiles, L1 multiples, double buffering and core grids, capped to the problem's size.
+
+    Args:
+        s: the problem on the preset.
+        prune: apply the core grids' dominance rules (ascend/grids.py); False: every legal grid.
+    """
     v, hw = s.view, s.hw
     mp, np_, kp = round_up(v.M, hw.fractal_m), round_up(v.N, hw.fractal_n), round_up(v.K, s.k0)
     bm, bk, bn = (tile_choices(s, g) for g in ("m", "k", "n"))
-    grids = core_grids(hw.aic_cores, v.B, -(-v.M // hw.fractal_m), -(-v.N // hw.fractal_n))
 
     def mults(base: tuple[int, ...], values: tuple[int, ...], extent: int) -> tuple[int, ...]:
         return capped_choices(values, -(-extent // min(base)))
 
+    lm, lk, ln = mults(bm, L1_MULTS, mp), mults(bk, L1_K_MULTS, kp), mults(bn, L1_MULTS, np_)
+    grids = grid_choices(hw.aic_cores, grid_sides(s, bm, lm, bn, ln) if prune else None)
     return SearchSpace(
         params=(
             Param(name="base_m", choices=bm, doc="rows of one TMATMUL (L0A/L0C tile)"),
             Param(name="base_k", choices=bk, doc="reduction depth of one TMATMUL (L0A/L0B tile)"),
             Param(name="base_n", choices=bn, doc="columns of one TMATMUL (L0B/L0C tile)"),
-            Param(name="l1_m", choices=mults(bm, L1_MULTS, mp), doc="base tiles along M per L1 tile"),
-            Param(name="l1_k", choices=mults(bk, L1_K_MULTS, kp), doc="base tiles along K per L1 chunk"),
-            Param(name="l1_n", choices=mults(bn, L1_MULTS, np_), doc="base tiles along N per L1 tile"),
+            Param(name="l1_m", choices=lm, doc="base tiles along M per L1 tile"),
+            Param(name="l1_k", choices=lk, doc="base tiles along K per L1 chunk"),
+            Param(name="l1_n", choices=ln, doc="base tiles along N per L1 tile"),
             Param(name="double_buffer", choices=(True, False), doc="ping-pong L1/L0A/L0B buffers"),
             Param(name="core_grid", choices=grids, doc="BxMxN cores sharing the output blocks"),
         )
+    )
+
+
+def grid_sides(
+    s: CubeSetup, bm: Sequence[int], lm: Sequence[int], bn: Sequence[int], ln: Sequence[int]
+) -> tuple[frozenset[int], frozenset[int], frozenset[int]]:
+    """The B, M and N sides the grids' rule 1 keeps (ascend/grids.py): tight for a remainder the tiles leave."""
+
+    def rems(group: str, tiles: Sequence[int], mults: Sequence[int]) -> list[tuple[tuple[str, int], ...]]:
+        axes = s.axes(group)
+        out = []
+        for t in tiles:
+            for m in mults:
+                rest = nest_group(axes, (int(t), int(m))).factors[2]
+                out.append(tuple((a, r) for (a, _), r in zip(axes, rest, strict=True)))
+        return out
+
+    cores = s.hw.aic_cores
+    return (
+        tight_sides([s.axes("b")], cores),
+        tight_sides(rems("m", bm, lm), cores),
+        tight_sides(rems("n", bn, ln), cores),
     )
 
 
@@ -233,9 +253,28 @@ def vector_space(s: VectorSetup) -> SearchSpace:
     )
 
 
-def build_space(problem: Problem, hw: AscendHardware, setup: CubeSetup | VectorSetup | None = None) -> SearchSpace:
+def build_space(
+    problem: Problem, hw: AscendHardware, setup: CubeSetup | VectorSetup | None = None, prune: bool = True
+) -> SearchSpace:
     """The mapping choices of a problem: TMATMUL tiles when binary, row-reduction tiles when unary
-    (`setup`: the problem's cube or vector setup, when already at hand)."""
+    (`setup`: the problem's cube or vector setup, when already at hand; `prune`: apply the core
+    grids' dominance rules, ascend/grids.py).
+
+    Space sizes (bf16 GEMM 4096^3 and ResNet-50's 3x3 conv 64->64 at 56x56; tiles, L1 multiples and
+    double buffering as offered: 124,416 and 75,600 combinations), by the core grids offered:
+
+    | preset, problem | every legal grid (before the rules) | after the rules | largest grids only (before) |
+    |---|---|---|---|
+    | ascend-910b GEMM | 25,256,448 (203 grids) | 9,704,448 (78) | 995,328 (8) |
+    | ascend-910b conv | 15,346,800 (203) | 4,536,000 (60) | 302,400 (4) |
+    | ascend-a5 GEMM | 45,163,008 (363) | 14,183,424 (114) | 1,119,744 (9) |
+    | ascend-a5 conv | 27,442,800 (363) | 6,123,600 (81) | 302,400 (4) |
+
+    Above the enumeration limit (2M points), so the mapper searches them by structures (the grid
+    and double buffering fixed) with the exact structure bounds of ascend/bounds.py. On ascend-910b
+    the rules keep 15 M sides of 24 for the conv (its 56x56 output rows split innermost first) and
+    13 N sides (64 channels).
+    """
     if problem.is_binary:
-        return cube_space(setup if isinstance(setup, CubeSetup) else cube_setup(problem, hw))
+        return cube_space(setup if isinstance(setup, CubeSetup) else cube_setup(problem, hw), prune)
     return vector_space(setup if isinstance(setup, VectorSetup) else VectorSetup(problem=problem, hw=hw))

@@ -33,6 +33,10 @@ from costmodels.presets import load_preset
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Violation
 from workload.problem import Problem
 
+#: Most warm starts offered: one per largest grid (at most 45 on a benchmark layer: ascend/warm.py) and the tile
+#: variants after them.
+WARM_STARTS = 64
+
 
 class AscendTarget(FamilyTarget[Prepared]):
     """One Ascend preset behind the `Target` protocol."""
@@ -194,7 +198,8 @@ class AscendTarget(FamilyTarget[Prepared]):
         return BatchScore(feasible=res["ok"], objectives={o: res[o] for o in self.objectives})
 
     def warm_starts(self, problem: Problem) -> list[dict[str, Choice]]:
-        """Rules of thumb first (PTO's recommended base tiles lead for TMATMUL); the rest feasible-first."""
+        """Rules of thumb first (PTO's recommended base tiles lead for TMATMUL); the rest feasible-first,
+        at most `WARM_STARTS` (ascend/warm.py: one per largest grid, then tile variants)."""
         space = self.space(problem)
         starts = cube_warm_starts(self._cube(problem), space) if problem.is_binary else vector_warm_starts(space)
         head, rest = (starts[:1], starts[1:]) if problem.is_binary else ([], starts)
@@ -202,7 +207,7 @@ class AscendTarget(FamilyTarget[Prepared]):
             cols = {n: np.asarray([p[n] for p in rest], dtype=object) for n in space.names()}
             ok = self.score_batch(problem, cols).feasible
             rest = [p for p, f in zip(rest, ok, strict=True) if f] + [p for p, f in zip(rest, ok, strict=True) if not f]
-        return (head + rest)[:12]
+        return (head + rest)[:WARM_STARTS]
 
     def render(self, problem: Problem, mapping: Mapping) -> str:
         return render_mapping(problem, self.hardware, self.name, mapping)

@@ -110,6 +110,16 @@ def level_sizes(axes: tuple[tuple[str, int], ...], counts: tuple[np.ndarray, ...
 
 
 @cache
+def tighten(axes: tuple[tuple[str, int], ...], tile: int) -> int:
+    """The smallest tile whose greedy split leaves the same remainder as `tile`.
+
+    The dominance rule of the tiles (ascend/space.py) and of the core grids' sides (ascend/grids.py).
+    """
+    nest = nest_group(axes, (tile,))
+    return math.prod(-(-size // rest) for (_, size), rest in zip(axes, nest.factors[1], strict=True))
+
+
+@cache
 def exact_tiles(axes: tuple[tuple[str, int], ...], limit: int = 8) -> tuple[int, ...]:
     """Tile sizes of a group whose greedy split pads nothing, largest first.
 
@@ -153,37 +163,6 @@ def round_up(x: np.ndarray, m: int) -> np.ndarray: ...
 def round_up(x: int | np.ndarray, m: int) -> int | np.ndarray:
     """`x` rounded up to a multiple of `m` (elementwise for an array)."""
     return -(-x // m) * m
-
-
-@cache
-def grid_sizes(cores: int) -> tuple[int, ...]:
-    """Core counts offered along one grid dimension: divisors of the core count and powers of 2."""
-    sizes = {d for d in range(1, cores + 1) if cores % d == 0}
-    sizes |= {2**i for i in range(0, 16) if 2**i <= cores}
-    return tuple(sorted(sizes))
-
-
-@cache
-def core_grids(cores: int, max_b: int, max_m: int, max_n: int) -> tuple[str, ...]:
-    """Pareto-maximal ``BxMxN`` core grids (no other grid is at least as large on every side).
-
-    Args:
-        cores: cores available.
-        max_b, max_m, max_n: the most cores each of batch, M and N can use.
-    """
-    sizes = grid_sizes(cores)
-    cand = [
-        (b, m, n)
-        for b in sizes
-        if b <= max(1, max_b)
-        for m in sizes
-        if m <= max(1, max_m)
-        for n in sizes
-        if n <= max(1, max_n) and b * m * n <= cores
-    ]
-    keep = [c for c in cand if not any(o != c and o[0] >= c[0] and o[1] >= c[1] and o[2] >= c[2] for o in cand)]
-    keep.sort(key=lambda c: (-(c[0] * c[1] * c[2]), c))
-    return tuple(f"{b}x{m}x{n}" for b, m, n in keep)
 
 
 @lru_cache(maxsize=1 << 10)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from costmodels.ascend.space import CubeSetup
-from costmodels.ascend.tiling import round_up
+from costmodels.ascend.tiling import parse_grid, round_up
 from costmodels.protocol import Choice, SearchSpace
 from workload import dtypes
 
@@ -53,26 +53,40 @@ def recommended_tiles(s: CubeSetup) -> tuple[int, int, int, int]:
 
 
 def cube_warm_starts(s: CubeSetup, space: SearchSpace) -> list[dict[str, Choice]]:
-    """PTO's recommended tiles first (fitted to the buffers, `recommended_tiles`), then smaller variants."""
+    """PTO's recommended tiles (fitted to the buffers, `recommended_tiles`) on every offered grid no other
+    offered grid matches or exceeds on every side (most cores first), then smaller variants on the first.
+
+    A rule of thumb, not a proof (with the inputs in HBM a smaller grid can win: ascend/grids.py): with
+    every legal grid offered no benchmark layer's latency optimum moved (bench.optima_unchanged), so the
+    largest grids, those offered before, held them. A search that scores a structure (a grid and double
+    buffering) per trial thus starts from each of them.
+    """
     ch = {p.name: p.choices for p in space.params}
     rm, rk, rn, rl1k = recommended_tiles(s)
     variants = [(rm, rk, rn, rl1k), (rm, rk // 2, rn, 4), (rm, rk, rn // 2, 4), (rm // 2, rk, rn // 2, 4)]
     variants += [(rm // 2, rk // 2, rn // 2, 4), (64, 64, 64, 4), (32, 32, 32, 4), (16, 16, 16, 4)]
+    sides = [parse_grid(str(g)) for g in ch["core_grid"]]  # offered most cores first (ascend/grids.py)
+    largest = [
+        g
+        for g, x in zip(ch["core_grid"], sides, strict=True)
+        if not any(y != x and all(a >= b for a, b in zip(y, x, strict=True)) for y in sides)
+    ]
+    plan = [(variants[0], True, g) for g in largest]
+    plan += [(v, db, ch["core_grid"][0]) for v in variants for db in (True, False)]
     out: list[dict[str, Choice]] = []
-    for bm, bk, bn, l1k in variants:
-        for db in (True, False):
-            point: dict[str, Choice] = {
-                "base_m": _snap(ch["base_m"], bm),
-                "base_k": _snap(ch["base_k"], bk),
-                "base_n": _snap(ch["base_n"], bn),
-                "l1_m": _snap(ch["l1_m"], 1),
-                "l1_k": _snap(ch["l1_k"], l1k),
-                "l1_n": _snap(ch["l1_n"], 1),
-                "double_buffer": db,
-                "core_grid": ch["core_grid"][0],
-            }
-            if point not in out:
-                out.append(point)
+    for (bm, bk, bn, l1k), db, grid in plan:
+        point: dict[str, Choice] = {
+            "base_m": _snap(ch["base_m"], bm),
+            "base_k": _snap(ch["base_k"], bk),
+            "base_n": _snap(ch["base_n"], bn),
+            "l1_m": _snap(ch["l1_m"], 1),
+            "l1_k": _snap(ch["l1_k"], l1k),
+            "l1_n": _snap(ch["l1_n"], 1),
+            "double_buffer": db,
+            "core_grid": grid,
+        }
+        if point not in out:
+            out.append(point)
     return out
 
 

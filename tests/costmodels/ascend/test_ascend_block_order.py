@@ -111,12 +111,13 @@ def _a_resident_only(f: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     "sizes", [{"m": 64, "k": 64, "n": 2048}, {"m": 200, "k": 48, "n": 520}, {"m": 33, "k": 100, "n": 700}]
 )
 def test_the_better_order_is_never_worse_than_a_resident_alone(preset: str, sizes: dict[str, int]) -> None:
-    """Over every point of the space: latency and off-chip bytes no higher, footprint and feasibility unchanged."""
+    """Over 400,000 points spread over the space (every legal core grid makes it millions): latency and off-chip
+    bytes no higher, footprint and feasibility unchanged."""
     t = _target(preset)
     p = einsum("mk,kn->mn", sizes, dtype="f16", weight=1)
     prep = t.prepared(p)
     shape = prep.shape
-    idx = np.arange(prep.size)
+    idx = np.arange(0, prep.size, max(1, prep.size // 400_000))
     codes = list(np.unravel_index(idx, shape))
     f = gather_fields(prep.tables, codes, shape)
     both = cc.cube_scores(prep.consts, f)

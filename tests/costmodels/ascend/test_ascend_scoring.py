@@ -242,6 +242,8 @@ def test_value_columns_of_any_type_score_alike(preset: str, pname: str) -> None:
     """Object columns, other integer widths and narrower strings all encode to the same points."""
     problem = PROBLEMS[pname]
     cols = _target(preset).space(problem).columns()
+    step = max(1, len(next(iter(cols.values()))) // 200_000)  # every legal grid: millions of points; a spread of them
+    cols = {k: v[::step] for k, v in cols.items()}
     ref = _target(preset).score_batch(problem, cols)
     objects = {k: np.asarray([_plain(x) for x in v], dtype=object) for k, v in cols.items()}
     narrow = {k: v.astype(np.int32 if v.dtype.kind == "i" else v.dtype) for k, v in cols.items()}
@@ -260,9 +262,9 @@ def test_values_outside_the_choices_are_priced_like_check_and_cost(preset: str) 
     target, problem = _target(preset), einsum("mk,kn->mn", {"m": 96, "k": 64, "n": 80}, weight=1)
     space = target.space(problem)
     choices = {p.name: p.choices for p in space.params}
-    assert 40 not in choices["base_m"] and "1x2x3" not in choices["core_grid"]
+    assert 40 not in choices["base_m"] and "1x4x3" not in choices["core_grid"]  # legal: M sides 4 are never tight here
     odd: dict[str, Choice] = {"base_m": 40, "base_k": 32, "base_n": 16, "l1_m": 1, "l1_k": 2, "l1_n": 1}
-    odd |= {"double_buffer": False, "core_grid": "1x2x3"}
+    odd |= {"double_buffer": False, "core_grid": "1x4x3"}
     known = {p.name: p.choices[0] for p in space.params}
     cols = {k: np.asarray([known[k], odd[k], known[k], odd[k]], dtype=object) for k in odd}
     score = target.score_batch(problem, cols)
