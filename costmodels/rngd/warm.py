@@ -52,7 +52,7 @@ def warm_points(
 ) -> list[dict[str, Choice]]:
     """Best point of each pure placement, the rule-of-thumb placement first."""
     p_el = hw.packet_elements(roles_of(problem).in_dtype)
-    cols = _coarse(space.columns(), hw)
+    cols = _coarse(space)
     lat = np.asarray(score(problem, cols).objectives["latency"], dtype=float)
     first = rule_family(problem)
     out: list[dict[str, Choice]] = []
@@ -65,14 +65,19 @@ def warm_points(
     return out
 
 
-def _coarse(cols: dict[str, np.ndarray], hw: RngdHardware) -> dict[str, np.ndarray]:
-    """A coarser grid to rank placements quickly: full packets, slice counts in powers of 4, all clusters."""
-    sl = np.asarray(cols["slices"], dtype=np.int64)
-    cl = np.asarray(cols["clusters"], dtype=np.int64)
-    keep = (np.asarray(cols["feed_flits"], dtype=np.int64) >= 2) & ((sl & (sl - 1)) == 0) & (np.log2(sl) % 2 == 0)
-    keep &= (cl == cl.max()) | (sl < sl.max())
-    keep |= sl == sl.max()
-    return {k: v[keep] for k, v in cols.items()}
+def _coarse(space: SearchSpace) -> dict[str, np.ndarray]:
+    """A coarser grid to rank placements quickly: full packets, slice counts in powers of 4 (and the
+    largest), all clusters; built from the choices, never from the whole space's columns."""
+    ch = {p.name: p.choices for p in space.params}
+    sl = [int(x) for x in ch["slices"]]
+    keep_sl = (*(x for x in sl if (x & (x - 1)) == 0 and int(np.log2(x)) % 2 == 0), max(sl))
+    feeds = tuple(x for x in ch["feed_flits"] if int(x) >= 2) or ch["feed_flits"]
+    params = tuple(
+        p.model_copy(update={"choices": tuple(dict.fromkeys(keep_sl))}) if p.name == "slices"
+        else p.model_copy(update={"choices": feeds}) if p.name == "feed_flits" else p
+        for p in space.params
+    )  # fmt: skip
+    return SearchSpace(params=params).columns()
 
 
 def _py(v: Any) -> Choice:
