@@ -4,26 +4,35 @@ The mapper searches a large space by *structures* (some parameters fixed, `mappe
 skips a structure whose bound is not below the best latency found. `TermBound` bounds one from
 the batch scorer's stage tables (`rngd.scoring.Tables`): for each stage-1 row ``s`` (clusters,
 cluster_role, slices, slice_role, shift) it takes, over the packet choices ``p`` and the lane
-choices ``l`` the structure allows, the minima of the terms `rngd.cost.combine` multiplies, and
+choices ``l`` the structure allows, the least over ``p`` of
 
-    bound(s) = max(min_p la * min_l tnhn + D_tree,            compute C_mac (step 2)
-                   min_p sflb * min_l tn / fetch_rate,         stream C_stream
-                   min_p lgog * min_l rtnhn / drain_rate + D_tree,   drain C_out
-                   min_l dma) + min_l kval                      DMA (step 4), K-split tail (step 5)
+    max(la * tnhn' + D_tree,                                   compute C_mac (step 2)
+        sflb * (tnhn' if nbc else tn') / fetch_rate,           stream C_stream
+        lgog * rtnhn' / drain_rate + D_tree,                   drain C_out
+        hb * kvw / 8 * (tn * rhn)' / fill_rate,                TRF fill C_trf (step 3)
+        dma')                                                   DMA (step 4)
 
+plus ``kval'`` (K-split tail, step 5), where ``x'`` is the least lane term ``x`` over the allowed
+``l`` that keep the weight tile within the TRF (half of it when the structure fixes double buffering
+on) and the accumulated outputs within the Time Reducer (step 1: those without are infeasible); when the structure fixes ``double_buffer`` off, the CE, fill and DMA terms are added instead
+of maxed (the stages then run one after another)
 (hardware-facts.md §1.2). The structure's bound is the least ``bound(s)`` over its stage-1 rows,
 in seconds at the clock.
 
 Admissibility: `combine` prices a point at ``c_ce + c_trf + c_dma + tail`` or, double-buffered,
-``fill_one + max(c_ce, c_trf - fill_one, c_dma) + tail``; both are at least ``max(c_ce, c_dma) +
-tail`` (every term is non-negative). ``c_ce = max(c_mac, c_stream, c_out) + D_tree + last >=``
-each of ``c_mac + D_tree``, ``c_stream``, ``c_out + D_tree``; ``c_mac = la * tnhn``, ``c_stream
->= sflb * tn / fetch`` (``max(hn * nbc, 1) >= 1``; shift windows only add), ``c_out = lgog * rtnhn /
-drain``; ``tail = kval + kflag * c_out >= kval``. Each product of non-negative terms is at least
-the product of their minima over the choices, so ``bound(s)`` is below every point of row ``s``
-the structure holds, and the least over its rows is below each of its feasible points. Rows a
-stage makes infeasible carry ``la`` or ``dma`` = inf in the tables, which only lifts the bound of
-structures without feasible points there. `tests/costmodels/rngd/test_rngd_structure_bound.py`
+``fill_one + max(c_ce, c_trf - fill_one, c_dma) + tail``; both are at least ``max(c_ce, c_trf,
+c_dma) + tail`` (every term is non-negative), the first also at least the sum. ``c_ce =
+max(c_mac, c_stream, c_out) + D_tree + last >=`` each of ``c_mac + D_tree``, ``c_stream``, ``c_out +
+D_tree``; ``c_mac = la * tnhn``; ``c_stream >= sflb * tn * max(hn * nbc, 1) / fetch`` (shift
+windows only add), which is ``sflb * tnhn`` when ``nbc`` = 1 and at least ``sflb * tn`` otherwise;
+``c_out = lgog * rtnhn / drain``; ``c_trf = hb * tn * rhn * kvw / 8 / fill``; ``tail = kval + kflag *
+c_out >= kval``. For a fixed ``p`` each lane product is at least its least value over ``l``, so the
+max over the terms at ``p`` is below every point of row ``s`` with that ``p``, and the least over
+``p`` and over the structure's rows is below each of its feasible points (a lane choice that
+breaks the TRF capacity or the accumulator, `rngd.cost.point_violations`, makes the point infeasible,
+so leaving it out of the minima keeps them below every feasible point). Rows a stage makes
+infeasible carry ``la`` or ``dma`` = inf in the tables, which only lifts the bound of structures
+without feasible points there. `tests/costmodels/rngd/test_rngd_structure_bound.py`
 checks it against the best point of many structures of random problems.
 """
 
@@ -49,7 +58,7 @@ class TermBound:
     tables: Tables
     hw: RngdHardware
     _grids: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
-    _rows: dict[tuple[Key, Key], np.ndarray] = field(default_factory=dict)
+    _rows: dict[tuple[Key, Key, bool | None], np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         ch = {p.name: p.choices for p in self.space.params}
@@ -63,24 +72,42 @@ class TermBound:
             out &= g[name] == value
         return out
 
-    def _per_row(self, fp: Key, fl: Key) -> np.ndarray:
-        """``bound(s)`` in cycles of every stage-1 row, for these fixed packet and lane choices."""
-        key = (fp, fl)
+    def _per_row(self, fp: Key, fl: Key, dbuf: bool | None) -> np.ndarray:
+        """``bound(s)`` in cycles of every stage-1 row, for these fixed packet, lane and buffering choices.
+
+        ``dbuf`` False: the CE, fill and DMA stages add up; True: the TRF holds half its bytes.
+        """
+        key = (fp, fl, dbuf)
         if key not in self._rows:
             t, hw = self.tables, self.hw
             pm, lm = self._mask("p", fp), self._mask("l", fl)
             n_s = len(t.qa["la"]) // t.n_p
 
-            def lo(table: dict[str, np.ndarray], name: str, width: int, mask: np.ndarray) -> np.ndarray:
-                return table[name].reshape(n_s, width)[:, mask].min(axis=1)
+            def a(name: str) -> np.ndarray:  # packet terms of the allowed packet choices: [s, p, 1]
+                return t.qa[name].reshape(n_s, t.n_p)[:, pm, None]
+
+            def n(name: str) -> np.ndarray:  # lane terms of the allowed lane choices: [s, 1, l]
+                return t.qn[name].reshape(n_s, t.n_l)[:, None, lm]
+
+            cap = hw.trf_half_bytes_per_slice if dbuf else hw.trf_bytes_per_slice
+            fits = (n("rhn") * a("kvw") / 8 <= cap) & (
+                a("og") * np.maximum(n("hn") * a("hld"), 1) <= hw.accumulator_cells_per_row
+            )  # trf-capacity and accumulator: a lane choice that breaks them has no feasible point here
+
+            def lo(v: np.ndarray) -> np.ndarray:  # least lane term over the lane choices that fit: [s, p]
+                return np.where(fits, v, np.inf).min(axis=2, initial=np.inf)
 
             d = float(t.consts.d_tree)
-            mac = lo(t.qa, "la", t.n_p, pm) * lo(t.qn, "tnhn", t.n_l, lm) + d
-            stream = lo(t.qa, "sflb", t.n_p, pm) * lo(t.qn, "tn", t.n_l, lm) / hw.fetch_bytes_per_cycle
-            drain = lo(t.qa, "lgog", t.n_p, pm) * lo(t.qn, "rtnhn", t.n_l, lm) / hw.drain_elements_per_cycle + d
-            dma = lo(t.qn, "dma", t.n_l, lm)
-            kval = lo(t.qn, "kval", t.n_l, lm)
-            self._rows[key] = np.maximum(np.maximum(mac, stream), np.maximum(drain, dma)) + kval
+            tn_min, tnhn_min = lo(n("tn")), lo(n("tnhn"))
+            mac = a("la")[..., 0] * tnhn_min + d
+            stream = a("sflb")[..., 0] * np.where(a("nbc")[..., 0] > 0, tnhn_min, tn_min) / hw.fetch_bytes_per_cycle
+            drain = a("lgog")[..., 0] * lo(n("rtnhn")) / hw.drain_elements_per_cycle + d
+            ce = np.maximum(np.maximum(mac, stream), drain)
+            fill = (a("hb") * a("kvw"))[..., 0] / 8 * lo(n("tn") * n("rhn")) / hw.trf_fill_bytes_per_cycle
+            dma = lo(n("dma"))
+            total = ce + fill + dma if dbuf is False else np.maximum(np.maximum(ce, fill), dma)
+            kval = t.qn["kval"].reshape(n_s, t.n_l)[:, lm].min(axis=1, initial=np.inf)
+            self._rows[key] = total.min(axis=1, initial=np.inf) + kval
         return self._rows[key]
 
     def __call__(self, fixed: dict[str, Choice]) -> float:
@@ -97,6 +124,7 @@ class TermBound:
                 raise ValueError(f"{name}={value!r} is not a choice of this space: {choices[name]}")
         fs, fp, fl = (tuple(sorted((k, v) for k, v in fixed.items() if k in names)) for names in
                       (S_PARAMS, P_PARAMS, L_PARAMS))  # fmt: skip
-        rows = self._per_row(fp, fl)[self._mask("s", fs)]
+        db = fixed.get("double_buffer")
+        rows = self._per_row(fp, fl, None if db is None else bool(db))[self._mask("s", fs)]
         best = float(rows.min()) if len(rows) else math.inf
         return best / self.hw.clock_hz
