@@ -14,8 +14,9 @@ choices ``l`` the structure allows, the least over ``p`` of
 
 plus ``kval'`` (K-split tail, step 5), where ``x'`` is the least lane term ``x`` over the allowed
 ``l`` that keep the weight tile within the TRF (half of it when the structure fixes double buffering
-on) and the accumulated outputs within the Time Reducer (step 1: those without are infeasible); when the structure fixes ``double_buffer`` off, the CE, fill and DMA terms are added instead
-of maxed (the stages then run one after another)
+on) and the accumulated outputs within the Time Reducer (step 1: those without are infeasible);
+when the structure fixes ``double_buffer`` off, the CE, fill and DMA terms are added instead of
+maxed (the stages then run one after another)
 (hardware-facts.md §1.2). The structure's bound is the least ``bound(s)`` over its stage-1 rows,
 in seconds at the clock.
 

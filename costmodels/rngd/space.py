@@ -144,18 +144,20 @@ def build_space(problem: Problem, hw: RngdHardware, *, prune: bool = True) -> Se
     slices = tuple(range(1, max(top, 1) + 1))
     if prune:
         slices = kept_counts(r, slices, clusters, c_roles, s_roles, shift)
+    # Stage-1 choices first, so that the points the mapper scores in a row (last parameter fastest)
+    # share their stage-1 row of the scorer's tables (`rngd.scoring`): gathers stay in cache.
     params = (
-        Param(name="packet_k", choices=k_choices, doc="K elements per packet (P = K contraction)"),
-        Param(name="packet_free", choices=free or ("m",), doc="free role filling the rest of the packet"),
-        Param(name="rows", choices=rows, doc="rows (lanes) used, holding N"),
-        Param(name="inner", choices=("k", "n"), doc="innermost time loop: reduce K or broadcast over N"),
-        Param(name="trf_split", choices=trf, doc="TRF loads per slice (N chunks)"),
-        Param(name="double_buffer", choices=(False, True), doc="TRF FirstHalf/SecondHalf double buffering"),
         Param(name="clusters", choices=clusters, doc="clusters used"),
         Param(name="cluster_role", choices=c_roles, doc="role sharded over clusters"),
         Param(name="slices", choices=slices, doc="slices used per cluster (any count; dominated counts left out)"),
         Param(name="slice_role", choices=s_roles, doc="role(s) sharded over slices; two letters split them 2-D"),
-        Param(name="feed_flits", choices=feeds, doc="flits per packet / shift buffer depth"),
         Param(name="shift", choices=shift, doc="conv shift-reuse of the input window"),
+        Param(name="double_buffer", choices=(False, True), doc="TRF FirstHalf/SecondHalf double buffering"),
+        Param(name="packet_k", choices=k_choices, doc="K elements per packet (P = K contraction)"),
+        Param(name="packet_free", choices=free or ("m",), doc="free role filling the rest of the packet"),
+        Param(name="feed_flits", choices=feeds, doc="flits per packet / shift buffer depth"),
+        Param(name="inner", choices=("k", "n"), doc="innermost time loop: reduce K or broadcast over N"),
+        Param(name="rows", choices=rows, doc="rows (lanes) used, holding N"),
+        Param(name="trf_split", choices=trf, doc="TRF loads per slice (N chunks)"),
     )
     return SearchSpace(params=params)
