@@ -60,6 +60,7 @@ class TermBound:
     hw: RngdHardware
     _grids: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     _rows: dict[tuple[Key, Key, bool | None], np.ndarray] = field(default_factory=dict)
+    _lanes: dict[tuple[Key, bool | None], dict[str, np.ndarray]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         ch = {p.name: p.choices for p in self.space.params}
@@ -73,19 +74,16 @@ class TermBound:
             out &= g[name] == value
         return out
 
-    def _per_row(self, fp: Key, fl: Key, dbuf: bool | None) -> np.ndarray:
-        """``bound(s)`` in cycles of every stage-1 row, for these fixed packet, lane and buffering choices.
-
-        ``dbuf`` False: the CE, fill and DMA stages add up; True: the TRF holds half its bytes.
-        """
-        key = (fp, fl, dbuf)
-        if key not in self._rows:
+    def _lane_minima(self, fl: Key, dbuf: bool | None) -> dict[str, np.ndarray]:
+        """Least lane terms ``[s, p]`` over the allowed lane choices that fit the TRF and the accumulator."""
+        key = (fl, dbuf)
+        if key not in self._lanes:
             t, hw = self.tables, self.hw
-            pm, lm = self._mask("p", fp), self._mask("l", fl)
+            lm = self._mask("l", fl)
             n_s = len(t.qa["la"]) // t.n_p
 
-            def a(name: str) -> np.ndarray:  # packet terms of the allowed packet choices: [s, p, 1]
-                return t.qa[name].reshape(n_s, t.n_p)[:, pm, None]
+            def a(name: str) -> np.ndarray:  # packet terms: [s, p, 1]
+                return t.qa[name].reshape(n_s, t.n_p)[:, :, None]
 
             def n(name: str) -> np.ndarray:  # lane terms of the allowed lane choices: [s, 1, l]
                 return t.qn[name].reshape(n_s, t.n_l)[:, None, lm]
@@ -95,20 +93,42 @@ class TermBound:
                 a("og") * np.maximum(n("hn") * a("hld"), 1) <= hw.accumulator_cells_per_row
             )  # trf-capacity and accumulator: a lane choice that breaks them has no feasible point here
 
-            def lo(v: np.ndarray) -> np.ndarray:  # least lane term over the lane choices that fit: [s, p]
+            def lo(v: np.ndarray) -> np.ndarray:
                 return np.where(fits, v, np.inf).min(axis=2, initial=np.inf)
 
+            self._lanes[key] = {
+                "tn": lo(n("tn")),
+                "tnhn": lo(n("tnhn")),
+                "rtnhn": lo(n("rtnhn")),
+                "trhn": lo(n("tn") * n("rhn")),
+                "dma": lo(n("dma")),
+                "kval": t.qn["kval"].reshape(n_s, t.n_l)[:, lm].min(axis=1, initial=np.inf),
+            }
+        return self._lanes[key]
+
+    def _per_row(self, fp: Key, fl: Key, dbuf: bool | None) -> np.ndarray:
+        """``bound(s)`` in cycles of every stage-1 row, for these fixed packet, lane and buffering choices.
+
+        ``dbuf`` False: the CE, fill and DMA stages add up; True: the TRF holds half its bytes.
+        """
+        key = (fp, fl, dbuf)
+        if key not in self._rows:
+            t, hw = self.tables, self.hw
+            pm = self._mask("p", fp)
+            n_s = len(t.qa["la"]) // t.n_p
+            lane = {k: v[:, pm] for k, v in self._lane_minima(fl, dbuf).items() if k != "kval"}
+
+            def a(name: str) -> np.ndarray:  # packet terms of the allowed packet choices: [s, p]
+                return t.qa[name].reshape(n_s, t.n_p)[:, pm]
+
             d = float(t.consts.d_tree)
-            tn_min, tnhn_min = lo(n("tn")), lo(n("tnhn"))
-            mac = a("la")[..., 0] * tnhn_min + d
-            stream = a("sflb")[..., 0] * np.where(a("nbc")[..., 0] > 0, tnhn_min, tn_min) / hw.fetch_bytes_per_cycle
-            drain = a("lgog")[..., 0] * lo(n("rtnhn")) / hw.drain_elements_per_cycle + d
+            mac = a("la") * lane["tnhn"] + d
+            stream = a("sflb") * np.where(a("nbc") > 0, lane["tnhn"], lane["tn"]) / hw.fetch_bytes_per_cycle
+            drain = a("lgog") * lane["rtnhn"] / hw.drain_elements_per_cycle + d
             ce = np.maximum(np.maximum(mac, stream), drain)
-            fill = (a("hb") * a("kvw"))[..., 0] / 8 * lo(n("tn") * n("rhn")) / hw.trf_fill_bytes_per_cycle
-            dma = lo(n("dma"))
-            total = ce + fill + dma if dbuf is False else np.maximum(np.maximum(ce, fill), dma)
-            kval = t.qn["kval"].reshape(n_s, t.n_l)[:, lm].min(axis=1, initial=np.inf)
-            self._rows[key] = total.min(axis=1, initial=np.inf) + kval
+            fill = a("hb") * a("kvw") / 8 * lane["trhn"] / hw.trf_fill_bytes_per_cycle
+            total = ce + fill + lane["dma"] if dbuf is False else np.maximum(np.maximum(ce, fill), lane["dma"])
+            self._rows[key] = total.min(axis=1, initial=np.inf) + self._lane_minima(fl, dbuf)["kval"]
         return self._rows[key]
 
     def __call__(self, fixed: dict[str, Choice]) -> float:

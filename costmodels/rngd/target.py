@@ -223,7 +223,9 @@ class RngdTarget(FamilyTarget[Prepared]):
         prep = self.prepared(problem)
         if prep.space is None:
             return []
-        return warm_points(problem, self.hw, prep.space, self.score_batch)
+        return warm_points(
+            problem, self.hw, prep.space, self.score_batch, lambda fixed: self.structure_bound(problem, fixed)
+        )
 
     def render(self, problem: Problem, mapping: Mapping) -> str:
         return render_mapping(problem, mapping)

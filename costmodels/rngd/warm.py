@@ -8,6 +8,7 @@ shift-reuse mapping of the conv case studies when it applies.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -47,10 +48,41 @@ def family_mask(columns: dict[str, np.ndarray], p_el: int, family: str) -> np.nd
     return ~shift & (pk == 1) & (free == role)
 
 
-def warm_points(
-    problem: Problem, hw: RngdHardware, space: SearchSpace, score: Callable[[Problem, dict[str, np.ndarray]], Any]
+#: the choices a structure of the space fixes here (`bounded_points`): the categorical ones and clusters
+STRUCTURAL = ("clusters", "cluster_role", "slice_role", "shift", "double_buffer", "packet_free", "inner", "feed_flits")
+#: structures `bounded_points` adds at most
+BOUNDED_LIMIT = 128
+
+
+def bounded_points(
+    space: SearchSpace, base: dict[str, Choice], bound: Callable[[dict[str, Choice]], float], best: float
 ) -> list[dict[str, Choice]]:
-    """Best point of each pure placement, the rule-of-thumb placement first."""
+    """`base` moved into each structure whose latency bound is below `best`, lowest bound first.
+
+    A search that scores these structures first finds the best of the ones that can still beat
+    `best` early, and can then bound the others out (`mapper.bounds`).
+    """
+    ch = {p.name: p.choices for p in space.params if p.name in STRUCTURAL}
+    names = list(ch)
+    found: list[tuple[float, dict[str, Choice]]] = []
+    for combo in itertools.product(*ch.values()):
+        fixed = dict(zip(names, combo, strict=True))
+        b = bound(fixed)
+        if b < best:
+            found.append((b, fixed))
+    found.sort(key=lambda x: x[0])
+    return [{**base, **fixed} for _, fixed in found[:BOUNDED_LIMIT]]
+
+
+def warm_points(
+    problem: Problem,
+    hw: RngdHardware,
+    space: SearchSpace,
+    score: Callable[[Problem, dict[str, np.ndarray]], Any],
+    bound: Callable[[dict[str, Choice]], float] | None = None,
+) -> list[dict[str, Choice]]:
+    """Best point of each pure placement, the rule-of-thumb placement first; then, given the space's
+    structure `bound`, the structures that could beat the best of those (`bounded_points`)."""
     p_el = hw.packet_elements(roles_of(problem).in_dtype)
     cols = _coarse(space)
     lat = np.asarray(score(problem, cols).objectives["latency"], dtype=float)
@@ -62,6 +94,9 @@ def warm_points(
             continue
         i = int(np.flatnonzero(m)[np.argmin(lat[m])])
         out.append({name: _py(cols[name][i]) for name in space.names()})
+    if bound is not None and out:
+        best = float(np.min(lat[np.isfinite(lat)]))
+        out += bounded_points(space, out[0], bound, best)
     return out
 
 

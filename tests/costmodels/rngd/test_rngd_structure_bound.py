@@ -14,6 +14,7 @@ import pytest
 
 from costmodels.registry import get_target
 from costmodels.rngd.target import RngdTarget
+from costmodels.rngd.warm import STRUCTURAL
 from costmodels.structure_bound import StructureBounded
 from mapper.strategies.encoding import split_params
 from workload.conv2d import conv2d
@@ -83,3 +84,18 @@ def test_unknown_fixed_choices_are_refused() -> None:
         t.structure_bound(p, {"tile": 3})
     with pytest.raises(ValueError, match="not a choice"):
         t.structure_bound(p, {"rows": 3})
+
+
+def test_warm_starts_add_the_structures_that_can_beat_the_placements_lowest_bound_first() -> None:
+    t = get_target("rngd")
+    assert isinstance(t, RngdTarget)
+    p = conv2d(batch=16, in_channels=128, out_channels=128, input_height=28, input_width=28, kernel=3, padding=1)
+    warm = t.warm_starts(p)
+    space = t.space(p)
+    ch = {q.name: q.choices for q in space.params}
+    assert all(all(w[k] in ch[k] for k in ch) for w in warm)
+    first_lat = [t.cost(p, t.mapping(p, w)).seconds for w in warm[:4] if not t.check(p, t.mapping(p, w))]
+    added = [w for w in warm if w not in warm[:4]]
+    assert added
+    bounds = [t.structure_bound(p, {k: w[k] for k in STRUCTURAL if k in ch}) for w in added]
+    assert bounds == sorted(bounds) and max(bounds) < min(first_lat)
