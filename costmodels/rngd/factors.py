@@ -19,6 +19,9 @@ one formula.
 
 from __future__ import annotations
 
+import math
+from functools import lru_cache
+
 import numpy as np
 
 from costmodels.rngd.hardware import RngdHardware
@@ -54,9 +57,28 @@ def _ceil(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return -(-a // b)
 
 
+@lru_cache(maxsize=8)
+def _first_table(limit: int) -> np.ndarray:
+    """``balanced_first`` of 0..limit (0 -> 1)."""
+    out = np.ones(limit + 1, dtype=np.int64)
+    for s in range(1, limit + 1):
+        out[s] = next(d for d in range(math.isqrt(s - 1) + 1 if s > 1 else 1, s + 1) if s % d == 0)
+    return out
+
+
+def balanced_first(s: np.ndarray) -> np.ndarray:
+    """Slices of the first role of a 2-D split of ``s``: the smallest divisor of ``s`` that is >= sqrt(s)."""
+    s = np.asarray(s, dtype=np.int64)
+    top = int(s.max(initial=1))
+    if top > 1 << 13:  # beyond any part (the preset caps slices_per_cluster at 4096): a cheap split
+        return np.left_shift(1, (np.log2(np.maximum(s, 1)).astype(np.int64) + 1) // 2)
+    return _first_table(max(top, 1))[np.maximum(s, 0)]
+
+
 def slice_factor(rs: np.ndarray, s: np.ndarray, role: str) -> np.ndarray:
-    """Slices given to `role`: all of them, or for a two-role choice the larger / smaller half."""
-    first = 1 << ((np.log2(np.maximum(s, 1)).astype(np.int64) + 1) // 2)
+    """Slices given to `role`: all of them, or for a two-role choice the first role's part of the
+    balanced 2-D split (`balanced_first`) or the second role's ``s / first``."""
+    first = balanced_first(s)
     out = np.where(rs == role, s, 1)
     for other in ROLES:
         if other != role:

@@ -60,7 +60,7 @@ class Tables:
     energy: EnergyPricer  # the problem's energy model (the "energy" objective)
 
 
-def _grid(choices: dict[str, tuple[Choice, ...]], names: tuple[str, ...]) -> dict[str, np.ndarray]:
+def grid_values(choices: dict[str, tuple[Choice, ...]], names: tuple[str, ...]) -> dict[str, np.ndarray]:
     """Every combination of the named parameters (last fastest), as value columns."""
     shape = tuple(len(choices[nm]) for nm in names)
     digits = np.unravel_index(np.arange(math.prod(shape), dtype=np.int64), shape)
@@ -83,14 +83,14 @@ def build_tables(problem: Problem, hw: RngdHardware, space: SearchSpace) -> Tabl
     if set(ch) != {*S_PARAMS, *P_PARAMS, *L_PARAMS, "double_buffer"} or ch["double_buffer"] != (False, True):
         return None  # (the code of a double_buffer choice is then not its 0/1 value)
     r = roles_of(problem)
-    g = _grid(ch, S_PARAMS)
+    g = grid_values(ch, S_PARAMS)
     shift_s = g["shift"].astype(bool)
     fs = shard_factors(r, g["clusters"], g["slices"], g["cluster_role"], g["slice_role"], shift_s)
     fs["clusters"], fs["slices"] = g["clusters"], g["slices"]
     qs = shard_quantities(problem, hw, r, fs)
     n_s = len(shift_s)
     # ---- S x P: packet terms ----
-    gp = _grid(ch, P_PARAMS)
+    gp = grid_values(ch, P_PARAMS)
     n_p = len(gp["packet_k"])
     e2 = {a: np.repeat(fs[f"e2:{a}"], n_p) for a in r.sizes}
     shift_a = np.repeat(shift_s, n_p)
@@ -108,7 +108,7 @@ def build_tables(problem: Problem, hw: RngdHardware, space: SearchSpace) -> Tabl
         if key.startswith("bad:"):
             bad_a = bad_a | v
     # ---- S x L: lane terms ----
-    gl = _grid(ch, L_PARAMS)
+    gl = grid_values(ch, L_PARAMS)
     n_l = len(gl["rows"])
     e2n = {a: np.repeat(fs[f"e2:{a}"], n_l) for a in r.axes["n"]}
     ones = {a: np.ones(n_s * n_l, dtype=np.int64) for a in r.axes["n"]}

@@ -95,36 +95,69 @@ def _next_pow2(x: int) -> int:
     return 1 << max(0, (x - 1).bit_length())
 
 
-def build_space(problem: Problem, hw: RngdHardware) -> SearchSpace:
-    """The finite mapping space of a binary problem."""
+def build_space(problem: Problem, hw: RngdHardware, *, prune: bool = True) -> SearchSpace:
+    """The mapping space of a binary problem: every legal choice, less those a proved rule dominates.
+
+    Legal choices (issue #12): every slice count of a cluster, 1 to ``slices_per_cluster``
+    (hardware-facts.md §1.1: 256 slices per cluster), and every cluster count; each role over the
+    slices alone, or two roles split 2-D in both orientations (`rngd.factors.balanced_first`);
+    ``packet_k`` every divisor of the packet (the power-of-two element count has no others:
+    contraction-engine-rngd.txt, "Mixed configurations" via the packet reducer's groups; a
+    non-divisor fails ``packet``); rows 1, 2, 4 or 8 (Constraints, "Row utilization"); feed_flits
+    up to the flit buffer (3 only with shift-reuse). ``trf_split`` stays the powers of two up to
+    64 (splits that only pad pruned by ``trf-split``). With ``prune`` (the default) slice counts a
+    smaller count dominates are left out (`rngd.slices`, proved there and checked point by point
+    against ``prune=False`` in `tests/costmodels/rngd/test_rngd_slices.py`).
+
+    Sizes (points; `tests/costmodels/rngd/test_rngd_slices.py` recomputes them), bf16, preset rngd:
+
+    ====================================================  ===========  ===========  ==========
+    problem                                               pruned       unpruned     before #12
+    ====================================================  ===========  ===========  ==========
+    4096^3 GEMM                                           10,983,168   12,386,304   290,304
+    ResNet-50 3x3 conv 64->64 @56, batch 16, padding 1    14,950,656   37,158,912   870,912
+    ====================================================  ===========  ===========  ==========
+
+    Above the mapper's enumeration limit (2,000,000 points) the search is branch and bound over
+    structures, with `RngdTarget.structure_bound` (`rngd.bounds`) as each structure's bound.
+    """
+    from costmodels.rngd.slices import kept_counts  # (it builds on rngd.factors, which imports this module)
+
     r = roles_of(problem)
     size = {role: int(np.prod([r.sizes[a] for a in r.axes[role]])) for role in ROLES}
     p_full = hw.packet_elements(r.in_dtype)
     free = tuple(x for x in ("b", "m") if r.present(x) and size[x] > 1) or tuple(x for x in ("b", "m") if r.present(x))
-    k_choices = _pow2_upto(p_full) if free else (p_full,)
+    k_choices = tuple(d for d in range(1, p_full + 1) if p_full % d == 0) if free else (p_full,)
     shard = [x for x in ROLES if r.present(x) and size[x] > 1]
     c_roles = tuple(x for x in shard if x in SHARD_ROLES_CLUSTER) or ("b",)
-    pairs = tuple(a + b for i, a in enumerate(shard) for b in shard[i + 1 :])
+    pairs = tuple(a + b for a in shard for b in shard if a != b)
     s_roles = (*shard, *pairs) or ("b",)
     biggest = max([size[x] for x in shard] or [1])
-    slices = _pow2_upto(min(hw.slices_per_cluster, _next_pow2(biggest)))
-    clusters = _pow2_upto(min(hw.clusters, _next_pow2(max([size[x] for x in c_roles if x in size] or [1]))))
+    most = max([size[x] for x in c_roles if x in size] or [1])
+    clusters = tuple(range(1, min(hw.clusters, most) + 1))
     rows = tuple(x for x in ROW_CHOICES if x <= hw.rows) if r.present("n") else (1,)
     trf = _pow2_upto(min(64, _next_pow2(size["n"]))) if r.present("n") else (1,)
     shift = (False, True) if shift_possible(r.conv) else (False,)
     feeds = tuple(range(1, hw.max_feed_flits + 1)) if shift[-1] else tuple(range(1, min(2, hw.max_feed_flits) + 1))
+    # a count above every role's extent (or above their product for a 2-D split) only pads: it is dominated
+    top = min(hw.slices_per_cluster, biggest * (max(sorted(size[x] for x in shard)[-2:-1] or [1])))
+    slices = tuple(range(1, max(top, 1) + 1))
+    if prune:
+        slices = kept_counts(r, slices, clusters, c_roles, s_roles, shift)
+    # Stage-1 choices first, so that the points the mapper scores in a row (last parameter fastest)
+    # share their stage-1 row of the scorer's tables (`rngd.scoring`): gathers stay in cache.
     params = (
-        Param(name="packet_k", choices=k_choices, doc="K elements per packet (P = K contraction)"),
-        Param(name="packet_free", choices=free or ("m",), doc="free role filling the rest of the packet"),
-        Param(name="rows", choices=rows, doc="rows (lanes) used, holding N"),
-        Param(name="inner", choices=("k", "n"), doc="innermost time loop: reduce K or broadcast over N"),
-        Param(name="trf_split", choices=trf, doc="TRF loads per slice (N chunks)"),
-        Param(name="double_buffer", choices=(False, True), doc="TRF FirstHalf/SecondHalf double buffering"),
         Param(name="clusters", choices=clusters, doc="clusters used"),
         Param(name="cluster_role", choices=c_roles, doc="role sharded over clusters"),
-        Param(name="slices", choices=slices, doc="slices used per cluster"),
-        Param(name="slice_role", choices=s_roles, doc="role(s) sharded over slices; two letters split them 2D"),
-        Param(name="feed_flits", choices=feeds, doc="flits per packet / shift buffer depth"),
+        Param(name="slices", choices=slices, doc="slices used per cluster (any count; dominated counts left out)"),
+        Param(name="slice_role", choices=s_roles, doc="role(s) sharded over slices; two letters split them 2-D"),
         Param(name="shift", choices=shift, doc="conv shift-reuse of the input window"),
+        Param(name="double_buffer", choices=(False, True), doc="TRF FirstHalf/SecondHalf double buffering"),
+        Param(name="packet_k", choices=k_choices, doc="K elements per packet (P = K contraction)"),
+        Param(name="packet_free", choices=free or ("m",), doc="free role filling the rest of the packet"),
+        Param(name="feed_flits", choices=feeds, doc="flits per packet / shift buffer depth"),
+        Param(name="inner", choices=("k", "n"), doc="innermost time loop: reduce K or broadcast over N"),
+        Param(name="rows", choices=rows, doc="rows (lanes) used, holding N"),
+        Param(name="trf_split", choices=trf, doc="TRF loads per slice (N chunks)"),
     )
     return SearchSpace(params=params)

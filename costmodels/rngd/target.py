@@ -10,7 +10,7 @@ prepared once per problem (`ProblemMemo`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,7 @@ from costmodels.family import OBJECTIVES, FamilyTarget, knobs_violation, point_o
 from costmodels.ir import Mapping, coverage_errors
 from costmodels.presets import load_preset
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, SearchSpace, Violation
+from costmodels.rngd.bounds import TermBound
 from costmodels.rngd.cost import bound_of, evaluate, lower_bound_cycles, utilization
 from costmodels.rngd.energy import level_bytes, operand_bytes, stall_stack
 from costmodels.rngd.factors import factors
@@ -47,6 +48,7 @@ class Prepared:
     space: SearchSpace | None = None
     coder: SpaceCoder | None = None
     tables: Tables | None = None
+    bound: list[TermBound] = field(default_factory=list)  # built on the first `structure_bound` call
 
 
 class RngdTarget(FamilyTarget[Prepared]):
@@ -169,6 +171,18 @@ class RngdTarget(FamilyTarget[Prepared]):
         )
         return LowerBound(cycles=max(compute, memory), compute_cycles=compute, memory_cycles=memory, reason=reason)
 
+    def structure_bound(self, problem: Problem, fixed_choices: dict[str, Choice]) -> float:
+        """Seconds no feasible point of the structure can beat (`rngd.bounds`; `StructureBounded`).
+
+        Without tables (the generic scoring path) or support, the whole problem's roofline.
+        """
+        prep = self.prepared(problem)
+        if prep.space is None or prep.tables is None:
+            return self.lower_bound(problem).cycles / self.hw.clock_hz
+        if not prep.bound:
+            prep.bound.append(TermBound(prep.space, prep.tables, self.hw))
+        return prep.bound[0](fixed_choices)
+
     def _score_values(self, problem: Problem, prep: Prepared) -> ScoreFn:
         return lambda cols: self._general(problem, cols)
 
@@ -209,7 +223,9 @@ class RngdTarget(FamilyTarget[Prepared]):
         prep = self.prepared(problem)
         if prep.space is None:
             return []
-        return warm_points(problem, self.hw, prep.space, self.score_batch)
+        return warm_points(
+            problem, self.hw, prep.space, self.score_batch, lambda fixed: self.structure_bound(problem, fixed)
+        )
 
     def render(self, problem: Problem, mapping: Mapping) -> str:
         return render_mapping(problem, mapping)

@@ -8,6 +8,7 @@ shift-reuse mapping of the conv case studies when it applies.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -47,12 +48,43 @@ def family_mask(columns: dict[str, np.ndarray], p_el: int, family: str) -> np.nd
     return ~shift & (pk == 1) & (free == role)
 
 
-def warm_points(
-    problem: Problem, hw: RngdHardware, space: SearchSpace, score: Callable[[Problem, dict[str, np.ndarray]], Any]
+#: the choices a structure of the space fixes here (`bounded_points`): the categorical ones and clusters
+STRUCTURAL = ("clusters", "cluster_role", "slice_role", "shift", "double_buffer", "packet_free", "inner", "feed_flits")
+#: structures `bounded_points` adds at most
+BOUNDED_LIMIT = 128
+
+
+def bounded_points(
+    space: SearchSpace, base: dict[str, Choice], bound: Callable[[dict[str, Choice]], float], best: float
 ) -> list[dict[str, Choice]]:
-    """Best point of each pure placement, the rule-of-thumb placement first."""
+    """`base` moved into each structure whose latency bound is below `best`, lowest bound first.
+
+    A search that scores these structures first finds the best of the ones that can still beat
+    `best` early, and can then bound the others out (`mapper.bounds`).
+    """
+    ch = {p.name: p.choices for p in space.params if p.name in STRUCTURAL}
+    names = list(ch)
+    found: list[tuple[float, dict[str, Choice]]] = []
+    for combo in itertools.product(*ch.values()):
+        fixed = dict(zip(names, combo, strict=True))
+        b = bound(fixed)
+        if b < best:
+            found.append((b, fixed))
+    found.sort(key=lambda x: x[0])
+    return [{**base, **fixed} for _, fixed in found[:BOUNDED_LIMIT]]
+
+
+def warm_points(
+    problem: Problem,
+    hw: RngdHardware,
+    space: SearchSpace,
+    score: Callable[[Problem, dict[str, np.ndarray]], Any],
+    bound: Callable[[dict[str, Choice]], float] | None = None,
+) -> list[dict[str, Choice]]:
+    """Best point of each pure placement, the rule-of-thumb placement first; then, given the space's
+    structure `bound`, the structures that could beat the best of those (`bounded_points`)."""
     p_el = hw.packet_elements(roles_of(problem).in_dtype)
-    cols = _coarse(space.columns(), hw)
+    cols = _coarse(space)
     lat = np.asarray(score(problem, cols).objectives["latency"], dtype=float)
     first = rule_family(problem)
     out: list[dict[str, Choice]] = []
@@ -62,17 +94,25 @@ def warm_points(
             continue
         i = int(np.flatnonzero(m)[np.argmin(lat[m])])
         out.append({name: _py(cols[name][i]) for name in space.names()})
+    if bound is not None and out:
+        best = float(np.min(lat[np.isfinite(lat)]))
+        out += bounded_points(space, out[0], bound, best)
     return out
 
 
-def _coarse(cols: dict[str, np.ndarray], hw: RngdHardware) -> dict[str, np.ndarray]:
-    """A coarser grid to rank placements quickly: full packets, slice counts in powers of 4, all clusters."""
-    sl = np.asarray(cols["slices"], dtype=np.int64)
-    cl = np.asarray(cols["clusters"], dtype=np.int64)
-    keep = (np.asarray(cols["feed_flits"], dtype=np.int64) >= 2) & ((sl & (sl - 1)) == 0) & (np.log2(sl) % 2 == 0)
-    keep &= (cl == cl.max()) | (sl < sl.max())
-    keep |= sl == sl.max()
-    return {k: v[keep] for k, v in cols.items()}
+def _coarse(space: SearchSpace) -> dict[str, np.ndarray]:
+    """A coarser grid to rank placements quickly: full packets, slice counts in powers of 4 (and the
+    largest), all clusters; built from the choices, never from the whole space's columns."""
+    ch = {p.name: p.choices for p in space.params}
+    sl = [int(x) for x in ch["slices"]]
+    keep_sl = (*(x for x in sl if (x & (x - 1)) == 0 and int(np.log2(x)) % 2 == 0), max(sl))
+    feeds = tuple(x for x in ch["feed_flits"] if int(x) >= 2) or ch["feed_flits"]
+    params = tuple(
+        p.model_copy(update={"choices": tuple(dict.fromkeys(keep_sl))}) if p.name == "slices"
+        else p.model_copy(update={"choices": feeds}) if p.name == "feed_flits" else p
+        for p in space.params
+    )  # fmt: skip
+    return SearchSpace(params=params).columns()
 
 
 def _py(v: Any) -> Choice:

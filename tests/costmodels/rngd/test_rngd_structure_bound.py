@@ -1,0 +1,101 @@
+"""RNGD's structure bound (`rngd.bounds`) is admissible and prunes (issue #12, branch and bound).
+
+Admissible: on random problems, for many structures (random subsets of the parameters fixed), the
+bound is at most the latency of the structure's best feasible point. Prunes: on a 4096^3 GEMM, with
+the best latency of the space known, most structures of the mapper's split are bounded out.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from costmodels.registry import get_target
+from costmodels.rngd.target import RngdTarget
+from costmodels.rngd.warm import STRUCTURAL
+from costmodels.structure_bound import StructureBounded
+from mapper.strategies.encoding import split_params
+from workload.conv2d import conv2d
+from workload.einsum import einsum
+
+
+def _problems(seed: int) -> list:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(3):
+        dims = {"m": rng.randint(1, 300), "k": rng.randint(1, 300), "n": rng.randint(1, 300)}
+        out.append(einsum("mk,nk->mn", dims, weight=1, dtype=rng.choice(["bf16", "i8"])))
+    out.append(einsum("vmk,vnk->vmn", {"v": rng.randint(2, 9), "m": rng.randint(2, 60), "k": 64, "n": 40}, weight=1))
+    out.append(conv2d(batch=2, in_channels=rng.randint(3, 20), out_channels=rng.randint(8, 40), input_height=9,
+                      input_width=rng.randint(8, 14), kernel=3, stride=rng.choice([1, 2])))  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_bound_is_below_the_best_point_of_every_structure(seed: int) -> None:
+    t = get_target("rngd", {"slices_per_cluster": 12})
+    assert isinstance(t, RngdTarget) and isinstance(t, StructureBounded)
+    rng = random.Random(seed)
+    checked = 0
+    for p in _problems(seed):
+        space = t.space(p)
+        cols = space.columns()
+        score = t.score_batch(p, cols)
+        lat = np.where(score.feasible, score.objectives["latency"], np.inf)
+        assert np.isfinite(lat).any()
+        assert t.structure_bound(p, {}) <= lat.min() * (1 + 1e-12)
+        for _ in range(60):
+            names = rng.sample([q.name for q in space.params], rng.randint(1, 6))
+            fixed = {nm: rng.choice(next(q.choices for q in space.params if q.name == nm)) for nm in names}
+            sel = np.ones(space.size, dtype=bool)
+            for nm, v in fixed.items():
+                sel &= np.asarray(cols[nm]) == v
+            best = lat[sel].min()
+            bound = t.structure_bound(p, fixed)
+            assert bound <= best * (1 + 1e-12), (fixed, bound, best)
+            checked += int(np.isfinite(best))
+    assert checked > 100
+
+
+def test_bound_is_tighter_than_the_roofline_and_prunes_a_large_gemm() -> None:
+    t = get_target("rngd")
+    assert isinstance(t, RngdTarget)
+    p = einsum("mk,kn->mn", {"m": 4096, "k": 4096, "n": 4096}, weight=1)
+    space = t.space(p)
+    best = 966_868 / t.hardware.clock_hz  # the space's optimum in cycles (exhaustive enumeration, this model)
+    structural, _ = split_params(space, 1 << 16)
+    grid = np.meshgrid(*[np.arange(len(q.choices)) for q in structural], indexing="ij")
+    codes = np.stack([g.reshape(-1) for g in grid], axis=1)
+    bounds = np.array([t.structure_bound(p, {q.name: q.choices[c] for q, c in zip(structural, row, strict=True)})
+                       for row in codes])  # fmt: skip
+    roof = t.lower_bound(p).cycles / t.hardware.clock_hz
+    assert (bounds >= roof * (1 - 1e-12)).all() and (bounds > roof * 1.05).mean() > 0.5
+    assert (bounds <= best).any()  # the optimum's structure is not pruned
+    assert (bounds > best).mean() > 0.5  # most structures are bounded out once the optimum is found
+
+
+def test_unknown_fixed_choices_are_refused() -> None:
+    t = get_target("rngd")
+    assert isinstance(t, RngdTarget)
+    p = einsum("mk,kn->mn", {"m": 64, "k": 64, "n": 64}, weight=1)
+    with pytest.raises(ValueError, match="no parameter"):
+        t.structure_bound(p, {"tile": 3})
+    with pytest.raises(ValueError, match="not a choice"):
+        t.structure_bound(p, {"rows": 3})
+
+
+def test_warm_starts_add_the_structures_that_can_beat_the_placements_lowest_bound_first() -> None:
+    t = get_target("rngd")
+    assert isinstance(t, RngdTarget)
+    p = conv2d(batch=16, in_channels=128, out_channels=128, input_height=28, input_width=28, kernel=3, padding=1)
+    warm = t.warm_starts(p)
+    space = t.space(p)
+    ch = {q.name: q.choices for q in space.params}
+    assert all(all(w[k] in ch[k] for k in ch) for w in warm)
+    first_lat = [t.cost(p, t.mapping(p, w)).seconds for w in warm[:4] if not t.check(p, t.mapping(p, w))]
+    added = [w for w in warm if w not in warm[:4]]
+    assert added
+    bounds = [t.structure_bound(p, {k: w[k] for k in STRUCTURAL if k in ch}) for w in added]
+    assert bounds == sorted(bounds) and max(bounds) < min(first_lat)
