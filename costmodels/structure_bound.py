@@ -4,8 +4,9 @@ Kept in its own module rather than `costmodels.protocol` on purpose: the cost-mo
 result (`mapper.keys.cost_model_version`) digests the shared modules a family imports, and an
 optional method must not change the version of the families that do not implement it (and so
 their cached results and benchmark optima). A family that implements the hook needs no import: the
-protocol is structural (`isinstance(target, StructureBounded)` checks for the method). Trainium
-(`costmodels/trainium/bounds.py`) and Ascend (`costmodels/ascend/bounds.py`) implement it.
+protocol is structural (`isinstance(target, StructureBounded)` checks for the method). Every family
+implements it: RNGD (`costmodels/rngd/bounds.py`), Trainium (`costmodels/trainium/bounds.py`), Ascend
+(`costmodels/ascend/bounds.py`) and Tenstorrent (`costmodels/tenstorrent/bounds.py`).
 """
 
 from __future__ import annotations
