@@ -175,10 +175,11 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     ok["channel-split"] = np.where(dram, c <= shape.n_t, g["split_ok"] == 1)
     # act_block_h must be a multiple of 32 that divides the per-core height (tenstorrent-conv2d.md, L1 constraint;
     # hardware-facts.md §4.2 step 5). A width-sharded conv takes the whole per-core height: ttnn ignores
-    # act_block_h_override under WIDTH_SHARDED (tenstorrent-conv2d.md, Conv2dConfig), and a 1x1 conv runs as a
-    # matmul whose in0 block is the core's whole M (tt-metal conv2d_utils.cpp,
-    # determine_matmul_op_config_from_conv_op_config: out_block_h = per_core_out_matrix_height_ntile)
-    whole = ~(width & ~dram) | (abh_t == pm_t)
+    # act_block_h_override under WIDTH_SHARDED (tenstorrent-conv2d.md, Conv2dConfig). A sharded 1x1 conv runs as
+    # a matmul whose in0 block is the core's whole M under every sharding (tt-metal conv2d_utils.cpp @002a3f41,
+    # determine_matmul_op_config_from_conv_op_config: out_block_h = per_core_M = per_core_out_matrix_height_ntile
+    # in both the height-sharded 1D and the block/width 2D program config); a plain einsum keeps its blocks
+    whole = ~((width | shape.mm_conv) & ~dram) | (abh_t == pm_t)
     ok["act-block-h"] = (abh_rows % t == 0) & (abh_rows >= t) & (np.mod(pm_t, np.maximum(abh_t, 1)) == 0) & whole
     ok["act-block-w-div"] = (div >= 1) & (np.mod(g["k_t"] / g["kblocks"], div) == 0)
     # the streamed K block must divide K (ttnn matmul: in0_block_w divides K_t)

@@ -51,6 +51,7 @@ class TTShape:
     # tiles and which the halo op untilizes to bf16 (`halo_stick_bytes`); the input's own size otherwise
     stick_bytes: float
     untilize: bool  # the halo op untilizes the input's tiles first (block floats)
+    mm_conv: bool = False  # a 1x1 conv on ttnn's matmul path (use_matmul_for_1x1_conv), not a plain einsum
 
     @property
     def m_t(self) -> int:
@@ -111,6 +112,7 @@ def tt_shape(problem: Problem, tile: int) -> TTShape:
         tile=tile,
         stick_bytes=sz(x.dtype).bytes,
         untilize=False,
+        mm_conv=params is not None,
     )
 
 
