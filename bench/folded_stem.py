@@ -8,11 +8,11 @@ sharded, and output kept in L1 for the max-pool), `mapper.search.tune` prices th
 folded (`mapper.transforms`: each space enumerated whole, the fold op priced on top) and answers with
 the cheaper; the table prints both prices and the choice, all from one run.
 
-What-if columns (not the search's answer): the stem as given with its 3 input channels padded to 8
-and to 16, as ttnn pads a row-major height-sharded conv input (``get_input_channels_alignment`` in
-``ttnn/operations/conv/conv2d/conv2d_utils.cpp``: 8, 16 or 32 by shard width). The cost model prices a
-conv on its real channel count, which is what makes the 3-channel stem cheap and the fold's
-16-channel conv comparatively dear; these columns show how much the comparison depends on that.
+What-if columns (not the search's answer): the stem as given on 8 and 16 real input channels. The
+cost model pads a conv's input channels as ttnn does (`costmodels.tenstorrent.shape.padded_in_channels`,
+tt-metal's ``get_input_channels_alignment``: a row-major input to 8, a tiled one such as ``bfloat8_b``
+to 32), so the 3-channel stem computes and moves through L1 what an 8-channel (bf16) or 32-channel
+(block float) one does; a row-major input is still read from DRAM on its real 3 channels.
 """
 
 from __future__ import annotations

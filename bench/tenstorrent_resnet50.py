@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 import numpy as np
 
@@ -77,6 +78,21 @@ def show_plan(plan: NetworkPlan, hz: float) -> None:
             f"{lay.output:4s} "
             f"{lay.seconds * 1e6:8.2f} {rs} {lay.alone_seconds * 1e6:8.2f}"
         )
+
+
+def stem_answer(stem: Problem, target: Any) -> None:
+    """The stem as `mapper.search.tune` answers it, the fold offered (`mapper.transforms`; the tables keep it 7x7)."""
+    from mapper.search import tune
+
+    t = tune(stem, target, validate=False).transform
+    if t is None or t.original_latency is None or t.total_latency is None:
+        return
+    print(
+        f"stem as the search answers it (fold offered): {'folded' if t.chosen else 'as given'}; as given "
+        f"{t.original_latency * 1e6:.2f} us, folded {t.total_latency * 1e6:.2f} us (conv "
+        f"{(t.transformed_latency or 0.0) * 1e6:.2f} + fold op {(t.transform_latency or 0.0) * 1e6:.2f}); "
+        "the tables and plans below keep the 7x7 stem"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -129,6 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         f"({args.batch * hz / tot['best']:.0f} img/s), {tot['lofi'] / hz * 1e3:.3f} ms at LoFi "
         f"({args.batch * hz / tot['lofi']:.0f} img/s); search took {time.time() - t0:.1f} s"
     )
+    stem_answer(problems[0], target)
     print()
     plans: dict[str, tuple[NetworkPlan, float]] = {}
     for name, ov, ops in (

@@ -85,6 +85,8 @@ def tune(
     seconds = time.perf_counter() - t0
     version = cost_model_version(target)
     key = cache_key(problem, target.name, dict(overrides or {}), version, settings)
+    from mapper.transforms import choose_fold, fold_candidate  # the folded stem: priced beside the problem
+
     result = package_result(
         problem,
         target,
@@ -95,7 +97,7 @@ def tune(
         version=version,
         overrides=dict(overrides or {}),
         seconds=seconds,
-        validate=validate,
+        validate=validate and fold_candidate(problem, target, settings) is None,  # else the chosen form's, later
         pareto=[ParetoPoint(point=p, values=dict(zip(settings.objectives, v, strict=True))) for p, v in found.front],
     )
     cert = found.certificate if isinstance(found, Searched) else None
@@ -103,8 +105,6 @@ def tune(
     if cert is not None:
         update["certificate"] = cert
     result = result.model_copy(update=update) if update else result
-    from mapper.transforms import choose_fold  # the folded stem: priced beside the problem, cheaper answers
-
     return choose_fold(
         problem, target, settings, result, tune=tune, overrides=overrides, validate=validate, progress=progress
     )

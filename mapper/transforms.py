@@ -43,6 +43,7 @@ from typing import Any
 from costmodels.protocol import Target
 from mapper.result import TransformChoice, TuneResult
 from mapper.settings import SearchSettings
+from mapper.watch import Watch, as_watch
 from workload import dtypes
 from workload.conv2d import as_conv2d
 from workload.conv_fold import ConvFold, folded_problem, not_foldable
@@ -96,18 +97,28 @@ def choose_fold(
     """`result` (the problem as given), or the folded answer when it is cheaper; either way saying so.
 
     `tune` is `mapper.search.tune`; it is called on the folded problem, which is stride 1, so it
-    offers no fold of its own.
+    offers no fold of its own. Where a fold is offered `mapper.search.tune` packages `result`
+    unvalidated, and only the chosen answer is validated here (`validate`): the original against
+    itself, or the folded mapping against the original problem. While the folded form is searched,
+    `progress` hears as ``best`` what the answer's latency would be: the folded conv's best plus the
+    fold op, or the original's when that is lower (`_AnswerWatch`).
     """
     fold = fold_candidate(problem, target, settings)
-    if fold is None or result.stop_reason == "cancelled":  # a cancelled search starts no other
+    if fold is None:
         return result
+    if result.stop_reason == "cancelled":  # a cancelled search starts no other
+        return _validated(problem, result, validate=validate, seed=settings.seed)
     folded = folded_problem(problem, fold)
     if target.supports(folded):
         why = target.supports(folded)[0].message
-        return result.model_copy(update={"notes": [*result.notes, f"fold not priced: {target.name} {why}"]})
-    other = tune(folded, target, settings, overrides=overrides, validate=False, progress=progress)
+        result = result.model_copy(update={"notes": [*result.notes, f"fold not priced: {target.name} {why}"]})
+        return _validated(problem, result, validate=validate, seed=settings.seed)
     op = fold_op_seconds(fold, problem, getattr(target, "hardware", None))
-    mine, theirs = result.best_value("latency"), other.best_value("latency")
+    mine = result.best_value("latency")
+    watch = as_watch(progress)
+    answer_watch = None if watch is None else _AnswerWatch(watch, op, mine)
+    other = tune(folded, target, settings, overrides=overrides, validate=False, progress=answer_watch)
+    theirs = other.best_value("latency")
     chosen = theirs is not None and (mine is None or theirs + op < mine)
     choice = TransformChoice(
         name="fold",
@@ -120,8 +131,43 @@ def choose_fold(
         pricing=PRICING,
     )
     if not chosen:
-        return result.model_copy(update={"transform": choice, "notes": [*result.notes, choice.summary()]})
+        result = result.model_copy(update={"transform": choice, "notes": [*result.notes, choice.summary()]})
+        return _validated(problem, result, validate=validate, seed=settings.seed)
     return _folded_answer(problem, fold, result, other, choice, validate=validate, seed=settings.seed)
+
+
+class _AnswerWatch(Watch):
+    """The caller's watch while the folded form is searched: ``best`` as the answer's latency would be.
+
+    The folded search's best is its conv alone; the answer adds the fold op (`fold_op_seconds`) and
+    keeps the original when that is cheaper, so a job's progress never shows a best the result
+    does not have. Cancellation is the caller's.
+    """
+
+    def __init__(self, inner: Watch, op_seconds: float, original: float | None) -> None:
+        super().__init__(cancel=inner.cancel)
+        self.inner, self.op_seconds, self.original = inner, op_seconds, original
+
+    def report(self, done: int, total: int, best: float | None, unit: str = "trials") -> None:
+        self.unit = unit
+        self.inner.report(done, total, answer_latency(best, self.op_seconds, self.original), unit)
+
+
+def answer_latency(folded: float | None, op_seconds: float, original: float | None) -> float | None:
+    """The latency the answer would have: the cheaper of the original and the folded conv plus the fold op."""
+    options = [v for v in (original, None if folded is None else folded + op_seconds) if v is not None]
+    return min(options) if options else None
+
+
+def _validated(problem: Problem, result: TuneResult, *, validate: bool, seed: int) -> TuneResult:
+    """`result` (the problem as given, packaged unvalidated) validated now that it is the answer."""
+    if not validate or result.mapping is None:
+        return result
+    from mapper.report import validation_of
+
+    data, passed, note = validation_of(problem, result.mapping, seed)
+    notes = [*result.notes, note] if note else result.notes
+    return result.model_copy(update={"validation": data, "validation_passed": passed, "notes": notes})
 
 
 def _folded_answer(

@@ -31,7 +31,7 @@ import numpy as np
 
 from costmodels.tenstorrent.halo import shard_sticks
 from costmodels.tenstorrent.hardware import TensixHardware
-from costmodels.tenstorrent.shape import TTShape, cdiv
+from costmodels.tenstorrent.shape import TTShape, cdiv, padded_in_channels
 
 #: what check/cost read from a mapping's knobs (act_block_h in rows, out_subblock "HxW", in0_block_w in tiles)
 PARAMS = (
@@ -129,8 +129,11 @@ def _placement(hw: TensixHardware, dram: np.ndarray, resident: np.ndarray) -> di
 
 
 def dram_k_tiles(shape: TTShape) -> int:
-    """K of a core's GEMM on the DRAM path: Kh blocks of round_up(Cin*Kw, 32) (hardware-facts.md §4.2 step 5)."""
-    return shape.kh * cdiv(shape.k_channels * shape.kw, shape.tile)
+    """K of a core's GEMM on the DRAM path: Kh blocks of round_up(Cin*Kw, 32) (hardware-facts.md §4.2 step 5).
+
+    Cin is ttnn's padded count (`tenstorrent.shape.padded_in_channels`, the DRAM-sliced conv's alignment).
+    """
+    return shape.kh * cdiv(padded_in_channels(shape, "dram", 1) * shape.kw, shape.tile)
 
 
 def evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: dict[str, np.ndarray]) -> Evaluation:
@@ -172,10 +175,11 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     ok["channel-split"] = np.where(dram, c <= shape.n_t, g["split_ok"] == 1)
     # act_block_h must be a multiple of 32 that divides the per-core height (tenstorrent-conv2d.md, L1 constraint;
     # hardware-facts.md §4.2 step 5). A width-sharded conv takes the whole per-core height: ttnn ignores
-    # act_block_h_override under WIDTH_SHARDED (tenstorrent-conv2d.md, Conv2dConfig), and a 1x1 conv runs as a
-    # matmul whose in0 block is the core's whole M (tt-metal conv2d_utils.cpp,
-    # determine_matmul_op_config_from_conv_op_config: out_block_h = per_core_out_matrix_height_ntile)
-    whole = ~(width & ~dram) | (abh_t == pm_t)
+    # act_block_h_override under WIDTH_SHARDED (tenstorrent-conv2d.md, Conv2dConfig). A sharded 1x1 conv runs as
+    # a matmul whose in0 block is the core's whole M under every sharding (tt-metal conv2d_utils.cpp @002a3f41,
+    # determine_matmul_op_config_from_conv_op_config: out_block_h = per_core_M = per_core_out_matrix_height_ntile
+    # in both the height-sharded 1D and the block/width 2D program config); a plain einsum keeps its blocks
+    whole = ~((width | shape.mm_conv) & ~dram) | (abh_t == pm_t)
     ok["act-block-h"] = (abh_rows % t == 0) & (abh_rows >= t) & (np.mod(pm_t, np.maximum(abh_t, 1)) == 0) & whole
     ok["act-block-w-div"] = (div >= 1) & (np.mod(g["k_t"] / g["kblocks"], div) == 0)
     # the streamed K block must divide K (ttnn matmul: in0_block_w divides K_t)
@@ -256,7 +260,7 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     # DRAM bytes. Sharded: input shards in, unique weights (one multicast per column, re-read per act block).
     # Interleaved: every row of the activation matrix once (padded to tiles; a matmul's is its input), each
     # column's weights once per row block (§4.2 step 4: multicast = one traversal). Output written once.
-    dram_in_sh = shape.in_sticks * shape.in_channels * bi
+    dram_in_sh = shape.in_sticks * shape.stored_channels * bi  # a tiled input's sticks are whole tiles
     act_matrix = B * shape.m_t * t * k_dram * t * bi
     dram_in_d = max(act_matrix, dram_in_sh)
     dram_w_d = B * k_dram * t * shape.n_t * t * bw * nbh
@@ -328,7 +332,7 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
         "noc_w_bytes": cores_used * w_core,
         "noc_act_bytes": cores_used * act_recv,
         "l1_bytes": cores_used * reader_bytes,
-        "halo_bytes": np.where(dram, 0.0, g["tot_remote"] * shape.in_channels * sb),
+        "halo_bytes": np.where(dram, 0.0, g["tot_remote"] * g["stick_ch"] * c * sb),
         "footprint": l1_total,
         "paper_bytes": paper,
         "halo_buf": halo_buf,

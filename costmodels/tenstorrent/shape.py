@@ -51,6 +51,7 @@ class TTShape:
     # tiles and which the halo op untilizes to bf16 (`halo_stick_bytes`); the input's own size otherwise
     stick_bytes: float
     untilize: bool  # the halo op untilizes the input's tiles first (block floats)
+    mm_conv: bool = False  # a 1x1 conv on ttnn's matmul path (use_matmul_for_1x1_conv), not a plain einsum
 
     @property
     def m_t(self) -> int:
@@ -59,6 +60,13 @@ class TTShape:
     @property
     def n_t(self) -> int:
         return cdiv(self.cols, self.tile)
+
+    @property
+    def stored_channels(self) -> int:
+        """Channels of one input stick as the input tensor holds them: a tiled (block-float) conv input whole tiles."""
+        if self.conv is not None and self.untilize:
+            return cdiv(self.in_channels, self.tile) * self.tile
+        return self.in_channels
 
 
 def tt_shape(problem: Problem, tile: int) -> TTShape:
@@ -104,11 +112,57 @@ def tt_shape(problem: Problem, tile: int) -> TTShape:
         tile=tile,
         stick_bytes=sz(x.dtype).bytes,
         untilize=False,
+        mm_conv=params is not None,
     )
 
 
 #: bytes of one bf16 element, the halo's output format for a block-float input
 BF16_BYTES = 2.0
+
+
+#: L1 alignment, bytes (hardware-facts.md §4.1, Alignment row: "L1 16 B" on Wormhole; [ASSUMPTION] Blackhole the
+#: same: the row gives only Blackhole's DRAM read alignment, and tt-metal's comment below names one 16-byte figure)
+L1_ALIGNMENT_BYTES = 16
+
+
+def input_channels_alignment(shape: TTShape, kind: str) -> int:
+    """The multiple ttnn pads a conv's input channels to, per channel core (`kind`: height, block, width or dram).
+
+    tt-metal ``ttnn/cpp/ttnn/operations/conv/conv2d/conv2d_utils.cpp`` @002a3f412aeb,
+    ``get_input_channels_alignment``: a conv that is not a matmul (1x1) conv, not width-sharded, whose
+    input is ``ROW_MAJOR`` (or a DRAM-sliced op) aligns to its input shard's width (32 if the width is a
+    multiple of 32, else 16, else 8, else 32) or, unsharded, to ``get_l1_alignment() / 2`` ("at least 8
+    elements (8 * 2 bytes = 16 bytes) ... so that one stick can be transferred over the NoC in a single,
+    aligned operation"); every other conv to ``TILE_WIDTH`` (32). ``conv2d.cpp`` then pads
+    ``in_channels_padded = round_up(in_channels, num_cores_c * alignment)``.
+
+    Here: the matmul path (``shape.conv is None``), width sharding and a tiled input (a block float,
+    ``shape.untilize``) align to the tile. A row-major input aligns to L1 / 2 = 8 elements: the DRAM
+    input is sharded with that alignment first (``shard_or_reshard_tensor_if_required``), and the
+    shard-width rule then returns a divisor of that shard's width, so rounding again changes nothing.
+    The DRAM path (``kind="dram"``) takes the sliced-op branch: 8 for either layout ([ASSUMPTION] the
+    model's DRAM-interleaved conv aligns as ttnn's DRAM-sliced conv, the unsharded input's branch).
+    [ASSUMPTION] an input arriving L1-sharded in a producer's layout is resharded to the conv's own
+    (as `tenstorrent.reshard` prices it), so its shard width is the conv's.
+    """
+    if shape.conv is None:
+        return shape.tile
+    if kind == "dram":
+        return L1_ALIGNMENT_BYTES // 2
+    if kind == "width" or shape.untilize:
+        return shape.tile
+    return L1_ALIGNMENT_BYTES // 2
+
+
+def padded_in_channels(shape: TTShape, kind: str, c: int) -> int:
+    """Input channels (per group) ttnn computes with over `c` channel cores: ``round_up(Cin, c * alignment)``.
+
+    Grouped convs keep their channels ([ASSUMPTION]: ttnn's grouped weight layout is not modelled).
+    """
+    if shape.conv is None or shape.batches > 1:
+        return shape.k_channels
+    step = c * input_channels_alignment(shape, kind)
+    return cdiv(shape.k_channels, step) * step
 
 
 def halo_stick_bytes(dtype: str) -> tuple[float, bool]:
@@ -190,9 +244,10 @@ def _layout_stats(shape: TTShape, grid_x: int, grid_y: int, layout: str) -> Layo
     if kind == "block" and (r > grid_y or c > grid_x):
         return _with(bad, error=f"block layout {r}x{c} does not fit the {grid_y}x{grid_x} grid: use fewer rows/columns")
     t = shape.tile
-    ci, kh, kw = shape.k_channels, shape.kh, shape.kw
-    # input channels split over c columns, padded to ceil(Cin / c) per core when c does not divide them
-    # (the padding is priced: k_t counts the padded channels); more columns than output tiles idle cores
+    ci, kh, kw = padded_in_channels(shape, kind, c), shape.kh, shape.kw
+    # input channels split over c columns, padded to c times ttnn's alignment (`padded_in_channels`; the
+    # padding is priced: k_t and the halo's sticks count the padded channels); more columns than output
+    # tiles idle cores
     split_ok = c <= shape.n_t
     cc = cdiv(ci, c)
     # rows per core: ttnn's tile-high shards (`halo.shard_sticks`), the split the halo executor uses too
@@ -225,7 +280,8 @@ def _layout_stats(shape: TTShape, grid_x: int, grid_y: int, layout: str) -> Layo
         halo_buffer_sticks=buf,
         halo_max_remote_sticks=max_remote,
         halo_total_remote_sticks=total_remote,
-        stick_channels=float(cdiv(shape.in_channels, c)),  # a core's (padded) slice of one input stick
+        # a core's (padded) slice of one input stick
+        stick_channels=float(cdiv(shape.in_channels if shape.batches > 1 else ci, c)),
     )
 
 

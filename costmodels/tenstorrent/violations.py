@@ -98,6 +98,12 @@ def _message(code: str, shape: TTShape, hw: TensixHardware, p: dict[str, Choice]
             f"divide are padded)"
         )
     width = (parse_layout(str(lay)) or ("",))[0] == "width"
+    if code == "act-block-h" and shape.mm_conv and not width and not dram and float(str(p["act_block_h"])) % t == 0:
+        return (
+            f"act_block_h={p['act_block_h']}: a sharded 1x1 conv runs as a matmul over the core's whole M of "
+            f"{int(a['pm_t']) * t} rows (tt-metal conv2d_utils.cpp determine_matmul_op_config_from_conv_op_config: "
+            f"out_block_h = per_core_M): use act_block_h={int(a['pm_t']) * t}, or the DRAM-interleaved path"
+        )
     if code == "act-block-h" and width and not dram and float(str(p["act_block_h"])) % t == 0:
         return (
             f"act_block_h={p['act_block_h']}: a width-sharded conv computes the whole per-core height of "

@@ -60,8 +60,8 @@ def patchify(dtype: str = "bf16") -> Problem:
     return conv2d(dtype=dtype, stride=4, **PATCHIFY)
 
 
-def stem() -> Problem:
-    return conv2d(dtype="bf16", stride=2, padding=3, **STEM)
+def stem(in_channels: int = 3) -> Problem:
+    return conv2d(dtype="bf16", stride=2, padding=3, **{**STEM, "in_channels": in_channels})
 
 
 def alone(problem: Problem, target: Any, monkeypatch: pytest.MonkeyPatch) -> TuneResult:
@@ -91,14 +91,77 @@ def test_the_search_chooses_the_fold_when_it_is_cheaper(monkeypatch: pytest.Monk
 
 
 def test_the_search_keeps_the_original_when_the_fold_is_dearer(monkeypatch: pytest.MonkeyPatch) -> None:
-    p, target = stem(), make_target("wormhole-n150", {})
-    r = tune(p, target, validate=False)
+    """On 8 channels (no alignment padding) the 7x7 stem beats its fold; and the kept original is validated."""
+    p, target = stem(8), make_target("wormhole-n150", {})
+    r = tune(p, target)
     t = r.transform
     assert t is not None and not t.chosen
     assert t.total_latency is not None and t.original_latency is not None and t.total_latency > t.original_latency
     orig = alone(p, target, monkeypatch)
     assert r.point == orig.point and r.best_value() == orig.best_value()
     assert r.mapping is not None and r.mapping == orig.mapping
+    assert r.validation is not None and r.validation_passed is True  # validated once chosen
+    assert "unfolded" not in str(r.validation.get("reason"))  # the original's own validation
+
+
+def test_the_3_channel_stem_is_folded_because_ttnn_pads_it_to_8() -> None:
+    """Issue #13: a row-major 3-channel conv computes on 8 channels (`shape.padded_in_channels`), so the
+    folded 4x4 on 16 channels wins; priced on its real 3 channels it did not."""
+    r3 = tune(stem(3), make_target("wormhole-n150", {}), validate=False)
+    r8 = tune(stem(8), make_target("wormhole-n150", {}), validate=False)
+    assert r3.transform is not None and r3.transform.chosen
+    assert r8.transform is not None and r3.transform.original_latency == r8.transform.original_latency
+
+
+def _count_validations(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    import importlib
+
+    validate_mod, folded_mod = importlib.import_module("executor.validate"), importlib.import_module("executor.folded")
+    calls = {"original": 0, "folded": 0}
+    as_run, folded = validate_mod.validate_as_run, folded_mod.validate_folded
+
+    def count_as_run(*a: Any, **k: Any) -> Any:
+        calls["original"] += 1
+        return as_run(*a, **k)
+
+    def count_folded(*a: Any, **k: Any) -> Any:
+        calls["folded"] += 1
+        return folded(*a, **k)
+
+    monkeypatch.setattr(validate_mod, "validate_as_run", count_as_run)
+    monkeypatch.setattr(folded_mod, "validate_folded", count_folded)
+    return calls
+
+
+@pytest.mark.parametrize(("case", "expected"), [("folded", {"original": 0, "folded": 1}),
+                                                ("original", {"original": 1, "folded": 0})])  # fmt: skip
+def test_only_the_chosen_answer_is_validated(
+    case: str, expected: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _count_validations(monkeypatch)
+    if case == "folded":
+        r = tune(patchify(), make_target("wormhole-n150", IN_L1))
+    else:
+        r = tune(stem(8), make_target("wormhole-n150", {}))
+    assert r.transform is not None and r.transform.chosen == (case == "folded")
+    assert calls == expected and r.validation_passed is True
+    calls.update(original=0, folded=0)
+    tune(patchify(), make_target("wormhole-n150", IN_L1), validate=False)
+    assert calls == {"original": 0, "folded": 0}
+
+
+def test_progress_best_is_the_answers_latency() -> None:
+    """While the folded form is searched, `best` is its conv plus the fold op (or the original, if lower)."""
+    seen: list[float | None] = []
+    r = tune(patchify(), make_target("wormhole-n150", IN_L1), validate=False, progress=lambda d, t, b: seen.append(b))
+    final = r.best_value()
+    assert r.transform is not None and r.transform.chosen and final is not None
+    bests = [b for b in seen if b is not None]
+    assert bests and bests[-1] == pytest.approx(final)
+    assert min(bests) >= final * (1 - 1e-12)  # no report below the answer (the folded conv alone is)
+    assert r.transform.transformed_latency is not None and r.transform.transformed_latency < final
+    assert transforms.answer_latency(1.0, 0.5, 1.2) == 1.2 and transforms.answer_latency(1.0, 0.1, None) == 1.1
+    assert transforms.answer_latency(None, 0.1, None) is None
 
 
 @pytest.mark.parametrize(

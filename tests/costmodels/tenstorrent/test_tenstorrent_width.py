@@ -27,6 +27,7 @@ from costmodels.tenstorrent.shape import tt_shape
 from costmodels.tenstorrent.space import evaluate_point
 from tests.costmodels.tenstorrent.points import BASE
 from workload.conv2d import conv2d
+from workload.einsum import einsum
 
 LAYER = conv2d(batch=1, in_channels=2048, out_channels=512, input_height=7, input_width=7, kernel=1, dtype="bf16")
 T = get_target("wormhole-n150")
@@ -66,9 +67,20 @@ def test_width_takes_the_whole_height_in_one_act_block() -> None:
     half = whole.model_copy(update={"knobs": {**whole.knobs, "act_block_h": 128, "out_subblock": "1x2"}})
     vs = T.check(p, half)
     assert [v.code for v in vs] == ["act-block-h"] and "whole per-core height of 256 rows" in vs[0].message
-    # the same block height is fine for height sharding, which honours act_block_h
+    # a sharded 1x1 conv is a matmul over the core's whole M under height sharding too (tt-metal
+    # conv2d_utils.cpp determine_matmul_op_config_from_conv_op_config: out_block_h = per_core_M) ...
     hs = T.mapping(p, {**BASE, "layout": "height/1"})
-    assert T.check(p, hs.model_copy(update={"knobs": {**hs.knobs, "act_block_h": 128, "out_subblock": "1x4"}})) == []
+    vs = T.check(p, hs.model_copy(update={"knobs": {**hs.knobs, "act_block_h": 128, "out_subblock": "1x4"}}))
+    assert [v.code for v in vs] == ["act-block-h"] and "whole M of 256 rows" in vs[0].message
+    for lay in ("height/1", "block/1x2"):
+        bs = T.mapping(p, {**BASE, "layout": lay})
+        assert bs.knobs["act_block_h"] == 256 and T.check(p, bs) == []
+        half = bs.model_copy(update={"knobs": {**bs.knobs, "act_block_h": 128, "out_subblock": "1x1"}})
+        assert [v.code for v in T.check(p, half)] == ["act-block-h"], lay
+    # ... while a plain einsum of the same GEMM honours act_block_h
+    g = einsum("mk,kn->mn", {"m": 256, "k": 256, "n": 256}, dtype="bf16")
+    gm = T.mapping(g, {**BASE, "layout": "height/1"})
+    assert T.check(g, gm.model_copy(update={"knobs": {**gm.knobs, "act_block_h": 128, "out_subblock": "1x4"}})) == []
 
 
 def test_broadcast_time_grows_with_the_width_and_height_sharding_moves_no_activations() -> None:
