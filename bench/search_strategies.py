@@ -3,10 +3,11 @@
 For each target, the layers with the largest spaces among the benchmark's workloads (ResNet-50,
 BERT-base, Llama-7B decode and prefill); on each, every strategy gets the same wall-clock budget
 (``--seconds``, convergence stop off, trials unlimited) and 5 seeds: ``exhaustive`` (chunked
-enumeration, cut by the budget), Optuna ``tpe``, ``random`` and ``cmaes`` (only where every
-structural parameter is numeric: CMA-ES needs an ordered axis to learn along). The gap is the
-found latency over the space's optimum (enumerated once, untimed) minus 1; a search that found
-nothing feasible counts as an infinite gap.
+enumeration, cut by the budget), ``bestfirst`` (best-first branch and bound over the structures,
+`mapper.strategies.BestFirst`; like the enumeration it uses no seed, so one run counts for the 5),
+Optuna ``tpe``, ``random`` and ``cmaes`` (only where every structural parameter is numeric: CMA-ES
+needs an ordered axis to learn along). The gap is the found latency over the space's optimum
+(enumerated once, untimed) minus 1; a search that found nothing feasible counts as an infinite gap.
 
 Two sub-space sizes are run side by side: the mapper's default (`DEFAULT_INNER` points per
 structure, what ``auto`` runs above its enumeration limit) and ``--inner`` (default 1,024), which
@@ -33,7 +34,9 @@ from mapper.strategies import is_ordinal, split_params
 from workload.problem import Problem
 
 WORKLOADS = ("resnet50", "bert-base", "llama7b-decode", "llama7b-prefill")
-STRATEGIES = ("exhaustive", "tpe", "random", "cmaes")
+STRATEGIES = ("exhaustive", "bestfirst", "tpe", "random", "cmaes")
+#: strategies that use no seed: one run, weighed as every seed
+SEEDLESS = ("exhaustive", "bestfirst")
 SEEDS = (0, 1, 2, 3, 4)
 
 
@@ -96,12 +99,12 @@ def main(argv: list[str] | None = None) -> None:
                 for strategy in STRATEGIES:
                     if strategy == "cmaes" and not numeric_structure(target, problem, inner):
                         continue
-                    for seed in SEEDS if strategy != "exhaustive" else SEEDS[:1]:
+                    for seed in SEEDS if strategy not in SEEDLESS else SEEDS[:1]:
                         if strategy == "exhaustive" and inner != DEFAULT_INNER:
                             continue  # the enumeration has no sub-spaces: one run serves both columns
                         r = run_one(target, problem, strategy, seed, a.seconds, inner)
                         gap = r["value"] / opt - 1 if math.isfinite(opt) else 0.0
-                        reps = len(SEEDS) if strategy == "exhaustive" else 1  # deterministic: weigh as 5 seeds
+                        reps = len(SEEDS) if strategy in SEEDLESS else 1  # no seed: weigh as 5 seeds
                         for col in (DEFAULT_INNER, a.inner) if strategy == "exhaustive" else (inner,):
                             gaps.setdefault((col, strategy), {}).setdefault(preset, []).extend([gap] * reps)
                             proofs[(col, strategy)] = proofs.get((col, strategy), 0) + int(r["proven"]) * reps

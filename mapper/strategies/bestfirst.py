@@ -22,8 +22,13 @@ along latency; once the merged front dominates the next structure's vector it do
 later one, and the front is the exact Pareto front over the space (weak dominance: a point with
 a front point's values adds no value). The visit order and the stop are otherwise the same.
 
-Warm starts are not used: with the bounds sorted, every structure whose bound is below the optimum
-must be scored anyway, and an early incumbent prunes none of them.
+Warm starts (one objective, latency): the target's rule-of-thumb structures are scored first, each
+only while its bound is below the best found. When the best then reaches the whole problem's
+roofline (`StructureBounds.whole`, admissible for every structure) the search stops proven
+(``lower-bound``) without bounding the other structures: on Ascend that is most layers, where the
+bounds of every structure cost more than the search. Otherwise the ordered pass follows, skipping
+the structures already scored (an incumbent prunes no structure whose bound is below the optimum:
+those are scored whatever the start).
 
 No clock decides anything but the deadline: the same request gives the same answer on any
 machine when it stops for a reason other than its budget.
@@ -32,7 +37,9 @@ machine when it stops for a reason other than its budget.
 from __future__ import annotations
 
 import itertools
+import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -90,36 +97,54 @@ class BestFirst(Strategy):
             target, problem, space, settings.objectives, Encoding.of(structural), tuple(p.name for p in inner),
             front_bounds=front_bounds,
         )  # fmt: skip
-        t0 = time.perf_counter()
-        keys = list(itertools.product(*(p.choices for p in structural)))
-        raw = structure_order(bounds, names, keys)  # before a clock is known: the family's bounds alone
-        order = np.argsort(raw, kind="stable")  # ties in the space's numbering
-        self.bound_seconds = time.perf_counter() - t0
-        total = len(keys)
-        reason: StopReason | None = None
-        visited = 0
-        for visited, i in enumerate(order.tolist()):  # visited: the structures done
-            fixed = dict(zip(names, keys[i], strict=True))
-            if self._out(bounds, front_bounds, ev, fixed, float(raw[i])):
-                reason = "lower-bound"
-                break
-            if visited > 0 and watch is not None and watch.cancelled():  # between structures
-                reason = "cancelled"
-                break
-            if visited > 0 and time.perf_counter() > deadline:  # one structure whatever the clock says
-                reason = "seconds"
-                break
-            ev.visit(fixed)
+        total = math.prod(len(p.choices) for p in structural)
+        done: list[tuple[Choice, ...]] = []  # the structures scored, in order
+        seen: set[tuple[Choice, ...]] = set()
+
+        def stop_between() -> StopReason | None:
+            if done and watch is not None and watch.cancelled():  # between structures
+                return "cancelled"
+            if done and time.perf_counter() > deadline:  # one structure whatever the clock says
+                return "seconds"
+            return None
+
+        def visit(key: tuple[Choice, ...]) -> None:
+            ev.visit(dict(zip(names, key, strict=True)))
+            done.append(key)
+            seen.add(key)
             if ev.best_point is not None:
                 bounds.learn_clock(ev.best_point)
                 if front_bounds is not None:
                     front_bounds.learn_clock(ev.best_point)
             if watch is not None:
-                watch.report(visited + 1, total, ev.trace[-1], unit="structures")
-        else:
-            visited, reason = total, "space-exhausted"
-        left = order[visited:]
-        next_bound = max(float(raw[left[0]]), bounds.whole()) if len(left) else None
+                watch.report(len(done), total, ev.trace[-1], unit="structures")
+
+        reason: StopReason | None = None
+        if settings.warm_start and objective == "latency" and not settings.multi_objective:
+            reason = self._warm(problem, target, space, names, bounds, ev, seen, visit, stop_between)
+        next_bound: float | None = None
+        ordered = reason is None
+        self.bound_seconds = 0.0
+        if ordered:
+            t0 = time.perf_counter()
+            keys = list(itertools.product(*(p.choices for p in structural)))
+            raw = structure_order(bounds, names, keys)  # before a clock is known: the family's bounds alone
+            order = [i for i in np.argsort(raw, kind="stable").tolist() if keys[i] not in seen]  # ties: numbering
+            self.bound_seconds = time.perf_counter() - t0
+            for i in order:
+                if self._out(bounds, front_bounds, ev, dict(zip(names, keys[i], strict=True)), float(raw[i])):
+                    reason = "lower-bound"
+                reason = reason or stop_between()
+                if reason is not None:
+                    next_bound = max(float(raw[i]), bounds.whole())
+                    break
+                visit(keys[i])
+            else:
+                reason = "space-exhausted"
+        elif reason != "lower-bound":  # the budget ended among the warm starts: the generic bound holds for the rest
+            next_bound = bounds.whole()
+        visited = len(done)
+        assert reason is not None  # the ordered pass always ends with a reason
         cert = self._certificate(space, bounds, front_bounds, ev, total, visited, reason, next_bound)
         if settings.objectives[0] != cert.objective:
             cert = cert.model_copy(update={"objective": settings.objectives[0]})
@@ -140,15 +165,54 @@ class BestFirst(Strategy):
             trials=visited, complete=visited - ev.infeasible, infeasible=ev.infeasible, points_scored=ev.scored,
             top_violations=top,
         )  # fmt: skip
-        notes = [
-            f"best-first over {total:,} structures of {cert.inner_points:,} points: {visited:,} scored in ascending "
-            f"bound order; bounding all of them took {self.bound_seconds:.3f} s"
-        ]
+        how = (
+            f"{visited:,} scored (warm starts first, then by ascending bound; bounding every structure took "
+            f"{self.bound_seconds:.3f} s)"
+            if ordered
+            else f"{visited:,} scored (warm starts only, stopped by {reason}: no structure bounded one by one)"
+        )
+        notes = [f"best-first over {total:,} structures of {cert.inner_points:,} points: {how}"]
         notes.extend(certificate_notes(cert, point is not None))
         return Searched(
             self.name, point, values, cert.complete, reason, ev.trace, counts, front, notes, ev.trace_points,
             certificate=cert,
         )  # fmt: skip
+
+    @staticmethod
+    def _warm(
+        problem: Problem,
+        target: Target,
+        space: SearchSpace,
+        names: tuple[str, ...],
+        bounds: StructureBounds,
+        ev: Evaluator,
+        seen: set[tuple[Choice, ...]],
+        visit: Callable[[tuple[Choice, ...]], None],
+        stop_between: Callable[[], StopReason | None],
+    ) -> StopReason | None:
+        """Score the target's warm-start structures first; ``lower-bound`` when the best reaches the roofline.
+
+        Each is scored only while its own bound is below the best found, like every other visit. A
+        best at the whole problem's roofline (the generic bound, admissible for every structure)
+        bounds out every structure left, before any other structure is bounded.
+        """
+        for warm in target.warm_starts(problem):
+            if not all(p.name in warm and warm[p.name] in p.choices for p in space.params):
+                continue
+            key = tuple(warm[n] for n in names)
+            if key in seen:
+                continue
+            if ev.best_values is not None and StructureBounds.bounded_out(
+                bounds(dict(zip(names, key, strict=True))), ev.best_values[0]
+            ):
+                continue  # left to the ordered pass, which will bound it out
+            reason = stop_between()
+            if reason is not None:
+                return reason
+            visit(key)
+            if ev.best_values is not None and StructureBounds.bounded_out(bounds.whole(), ev.best_values[0]):
+                return "lower-bound"
+        return None
 
     @staticmethod
     def _out(

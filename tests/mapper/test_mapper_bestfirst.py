@@ -81,7 +81,7 @@ def test_no_structure_is_scored_once_its_bound_reaches_the_best(
     monkeypatch: pytest.MonkeyPatch, target: Any, problem: Problem, inner: int
 ) -> None:
     seen = _visits(monkeypatch)
-    r = run(BestFirst(inner), problem, target, SearchSettings(inner_points=inner))
+    r = run(BestFirst(inner), problem, target, SearchSettings(inner_points=inner, warm_start=False))
     assert r.proven_optimal and r.certificate.pruned_by_bound > 0  # the bound did skip structures
     bounds = StructureBounds(target, problem, "latency")
     bounds.learn_clock(r.point)
@@ -116,9 +116,10 @@ class SlowRngd:
         return self._t.score_codes(problem, codes)
 
 
-def test_the_certificate_bounds_the_gap_when_the_budget_ends_first() -> None:
+@pytest.mark.parametrize("warm", [False, True], ids=["ordered", "warm-starts"])
+def test_the_certificate_bounds_the_gap_when_the_budget_ends_first(warm: bool) -> None:
     inner = 4096
-    s = SearchSettings(inner_points=inner)
+    s = SearchSettings(inner_points=inner, warm_start=warm)
     full = run(BestFirst(inner), TINY_GEMM, get_target("rngd"), s)
     assert full.certificate.scored >= 4  # enough structures to stop in the middle
     t = SlowRngd(0.05)
@@ -128,18 +129,32 @@ def test_the_certificate_bounds_the_gap_when_the_budget_ends_first() -> None:
     assert r.stop_reason == "seconds" and not r.proven_optimal and not cert.complete
     assert 1 <= cert.scored < full.certificate.scored and cert.pruned_by_bound == 0
     assert cert.scored + cert.unexplored == cert.structures_total
-    # the remaining bound is the lowest bound of any structure not scored, and the gap follows from it
+    # the remaining bound is below every structure not scored (ordered: the lowest of them), the gap follows
     bounds = StructureBounds(get_target("rngd"), TINY_GEMM, "latency")
     bounds.learn_clock(full.point)
     structural, _ = split_params(get_target("rngd").space(TINY_GEMM), inner)
     names = [p.name for p in structural]
-    all_bounds = sorted(
-        bounds(dict(zip(names, k, strict=True))) for k in itertools.product(*(p.choices for p in structural))
-    )
-    assert cert.best_remaining_bound == pytest.approx(all_bounds[cert.scored], rel=1e-12)
+    keys = list(itertools.product(*(p.choices for p in structural)))
+    all_bounds = sorted(bounds(dict(zip(names, k, strict=True))) for k in keys)
+    if not warm:
+        assert cert.best_remaining_bound == pytest.approx(all_bounds[cert.scored], rel=1e-12)
+    else:  # stopped among the warm starts: the roofline, admissible for every structure
+        assert cert.best_remaining_bound == pytest.approx(bounds.whole(), rel=1e-12)
+    assert cert.best_remaining_bound <= all_bounds[cert.scored] * (1 + 1e-12)
     assert cert.gap_bound == pytest.approx(r.values[0] / cert.best_remaining_bound - 1, rel=1e-9)
     assert r.values[0] <= full.values[0] * (1 + cert.gap_bound) * (1 + 1e-12)  # the claim holds
     assert any("within" in n for n in r.notes)
+
+
+def test_a_warm_start_at_the_roofline_proves_without_bounding_every_structure() -> None:
+    """Ascend: the rule-of-thumb start reaches the roofline; no structure is bounded one by one."""
+    problem = einsum("mk,kn->mn", {"m": 4099, "k": 131, "n": 8191}, dtype="bf16", weight=1)
+    target = get_target("ascend-910b")
+    r = run(BestFirst(), problem, target, SearchSettings())
+    ordered = run(BestFirst(), problem, target, SearchSettings(warm_start=False))
+    assert r.proven_optimal and r.stop_reason == "lower-bound" and any("warm starts only" in n for n in r.notes)
+    assert ordered.proven_optimal and r.values == ordered.values
+    assert r.certificate.scored + r.certificate.pruned_by_bound == r.certificate.structures_total > 1
 
 
 def test_same_answer_whatever_the_scorer_speed() -> None:
