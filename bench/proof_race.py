@@ -42,7 +42,9 @@ def race(preset: str, problem: Problem, first: int) -> dict[str, dict[str, Any]]
         r = tune(problem, target, SearchSettings(strategy=strategy), validate=False)  # type: ignore[arg-type]
         seconds = time.perf_counter() - t0
         c = r.certificate
-        bound_s = next((n.split("took ")[1].split(" s")[0] for n in r.notes if "bounding all of them took" in n), None)
+        bound_s = next(
+            (n.split("took ")[1].split(" s")[0] for n in r.notes if "bounding every structure took" in n), None
+        )
         out[strategy] = {
             "value": r.values.get("latency"),
             "proven": r.proven_optimal,

@@ -14,7 +14,10 @@ structure is visited with its bound below the best found at that moment, by cons
 
 When the budget or a cancel ends the search first, the certificate is exact without another
 sweep: the structures left are unexplored and the lowest of their bounds is the next one in the
-order, so the best is within ``best / next_bound - 1`` of the optimum.
+order, so the best is within ``best / next_bound - 1`` of the optimum. The bounding pass itself
+checks the budget and the cancel every `BOUND_BATCH` structures: cut short, the structures not yet
+bounded keep the generic bound (the roofline, admissible for all), one structure is scored and the
+certificate's remaining bound is that generic bound.
 
 Several objectives: the structure's bound vector is its latency bound beside floors that hold for
 the whole problem (`mapper.bounds.FrontBounds`), so the vectors of the structures left only grow
@@ -54,10 +57,28 @@ from mapper.strategies.objective import CHECKED, Evaluator
 from mapper.watch import Watch
 from workload.problem import Problem
 
+#: structures bounded between two checks of the deadline and the cancel
+BOUND_BATCH = 64
 
-def structure_order(bounds: StructureBounds, names: tuple[str, ...], keys: list[tuple[Choice, ...]]) -> np.ndarray:
-    """Every structure's bound (seconds), in the order of `keys`; the visit order is ``np.argsort(.., 'stable')``."""
-    return np.array([bounds(dict(zip(names, k, strict=True))) for k in keys], dtype=np.float64)
+
+def structure_order(
+    bounds: StructureBounds,
+    names: tuple[str, ...],
+    keys: list[tuple[Choice, ...]],
+    stop: Callable[[], bool] | None = None,
+) -> tuple[np.ndarray, int]:
+    """Every structure's bound (seconds) in the order of `keys`, and how many were bounded.
+
+    `stop` is asked every `BOUND_BATCH` structures; once it says so the rest keep bound 0, which the
+    search lifts to the generic bound (`StructureBounds.whole`, admissible for every structure).
+    The visit order is ``np.argsort(bounds, kind="stable")``: ties in the space's numbering.
+    """
+    out = np.zeros(len(keys), dtype=np.float64)
+    for i, k in enumerate(keys):
+        if stop is not None and i % BOUND_BATCH == 0 and i and stop():
+            return out, i
+        out[i] = bounds(dict(zip(names, k, strict=True)))
+    return out, len(keys)
 
 
 class BestFirst(Strategy):
@@ -124,11 +145,13 @@ class BestFirst(Strategy):
             reason = self._warm(problem, target, space, names, bounds, ev, seen, visit, stop_between)
         next_bound: float | None = None
         ordered = reason is None
-        self.bound_seconds = 0.0
+        self.bound_seconds, bounded = 0.0, 0
         if ordered:
             t0 = time.perf_counter()
             keys = list(itertools.product(*(p.choices for p in structural)))
-            raw = structure_order(bounds, names, keys)  # before a clock is known: the family's bounds alone
+            stop = lambda: time.perf_counter() > deadline or (watch is not None and watch.cancelled())  # noqa: E731
+            # before a clock is known: the family's bounds alone; cut by the budget, the rest keep the generic bound
+            raw, bounded = structure_order(bounds, names, keys, stop)
             order = [i for i in np.argsort(raw, kind="stable").tolist() if keys[i] not in seen]  # ties: numbering
             self.bound_seconds = time.perf_counter() - t0
             for i in order:
@@ -171,6 +194,8 @@ class BestFirst(Strategy):
             if ordered
             else f"{visited:,} scored (warm starts only, stopped by {reason}: no structure bounded one by one)"
         )
+        if ordered and bounded < total:
+            how += f"; the budget ended after bounding {bounded:,} structures: the rest have the generic bound"
         notes = [f"best-first over {total:,} structures of {cert.inner_points:,} points: {how}"]
         notes.extend(certificate_notes(cert, point is not None))
         return Searched(

@@ -122,9 +122,13 @@ def test_the_certificate_bounds_the_gap_when_the_budget_ends_first(warm: bool) -
     s = SearchSettings(inner_points=inner, warm_start=warm)
     full = run(BestFirst(inner), TINY_GEMM, get_target("rngd"), s)
     assert full.certificate.scored >= 4  # enough structures to stop in the middle
-    t = SlowRngd(0.05)
-    t.structure_bound(TINY_GEMM, {})  # the per-problem tables are built before the clock starts
-    r = run(BestFirst(inner), TINY_GEMM, t, s, deadline=time.perf_counter() + 0.12)
+    t = SlowRngd(0.2)
+    structural, _ = split_params(get_target("rngd").space(TINY_GEMM), inner)
+    names = [p.name for p in structural]
+    keys = list(itertools.product(*(p.choices for p in structural)))
+    for k in keys:  # the per-problem tables and lane minima are built before the clock starts
+        t.structure_bound(TINY_GEMM, dict(zip(names, k, strict=True)))
+    r = run(BestFirst(inner), TINY_GEMM, t, s, deadline=time.perf_counter() + 0.5)
     cert = r.certificate
     assert r.stop_reason == "seconds" and not r.proven_optimal and not cert.complete
     assert 1 <= cert.scored < full.certificate.scored and cert.pruned_by_bound == 0
@@ -132,9 +136,6 @@ def test_the_certificate_bounds_the_gap_when_the_budget_ends_first(warm: bool) -
     # the remaining bound is below every structure not scored (ordered: the lowest of them), the gap follows
     bounds = StructureBounds(get_target("rngd"), TINY_GEMM, "latency")
     bounds.learn_clock(full.point)
-    structural, _ = split_params(get_target("rngd").space(TINY_GEMM), inner)
-    names = [p.name for p in structural]
-    keys = list(itertools.product(*(p.choices for p in structural)))
     all_bounds = sorted(bounds(dict(zip(names, k, strict=True))) for k in keys)
     if not warm:
         assert cert.best_remaining_bound == pytest.approx(all_bounds[cert.scored], rel=1e-12)
@@ -144,6 +145,27 @@ def test_the_certificate_bounds_the_gap_when_the_budget_ends_first(warm: bool) -
     assert cert.gap_bound == pytest.approx(r.values[0] / cert.best_remaining_bound - 1, rel=1e-9)
     assert r.values[0] <= full.values[0] * (1 + cert.gap_bound) * (1 + 1e-12)  # the claim holds
     assert any("within" in n for n in r.notes)
+
+
+class SlowBounds(BoundedFake):
+    """The fake with a structure bound that takes a millisecond per structure."""
+
+    def structure_bound(self, problem: Problem, fixed: dict[str, Any]) -> float:
+        time.sleep(1e-3)
+        return super().structure_bound(problem, fixed)
+
+
+def test_the_bounding_pass_stops_at_the_budget_with_the_generic_bound() -> None:
+    t = SlowBounds()
+    s = SearchSettings(inner_points=1, warm_start=False)  # 896 structures: about 1 s to bound them all
+    r = run(BestFirst(1), P, t, s, deadline=time.perf_counter() + 0.1)
+    cert = r.certificate
+    assert r.stop_reason == "seconds" and cert.structures_total == 896 and cert.scored == 1 and r.point is not None
+    bounds = StructureBounds(t, P, "latency")
+    bounds.learn_clock(r.point)
+    assert cert.best_remaining_bound == pytest.approx(bounds.whole(), rel=1e-12)  # the roofline, admissible for all
+    assert cert.gap_bound == pytest.approx(r.values[0] / bounds.whole() - 1, rel=1e-9)
+    assert any("the rest have the generic bound" in n for n in r.notes)
 
 
 def test_a_warm_start_at_the_roofline_proves_without_bounding_every_structure() -> None:
