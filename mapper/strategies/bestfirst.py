@@ -189,8 +189,8 @@ class BestFirst(Strategy):
             top_violations=top,
         )  # fmt: skip
         how = (
-            f"{visited:,} scored (warm starts first, then by ascending bound; bounding every structure took "
-            f"{self.bound_seconds:.3f} s)"
+            f"{visited:,} scored ({'warm starts first, then ' if settings.warm_start else ''}by ascending bound; "
+            f"bounding every structure took {self.bound_seconds:.3f} s)"
             if ordered
             else f"{visited:,} scored (warm starts only, stopped by {reason}: no structure bounded one by one)"
         )
