@@ -1,9 +1,10 @@
 """Search the mapping space of a problem on a target: `tune` plans, a `Strategy` searches.
 
 `tune` plans the search from the space alone (`mapper.planning`: ``auto`` enumerates whenever the
-space has at most `enumerate_limit` points; otherwise TPE over the structural choices, each trial
-scoring a sub-space with numpy), runs the planned strategy (`mapper.strategies`: `Enumeration` or
-an `OptunaStudy`, which prunes structures by their admissible bounds) until it or the budget says
+space has at most `enumerate_limit` points; otherwise best-first branch and bound over the
+structural choices with one objective, TPE with several, each structure a sub-space scored with
+numpy), runs the planned strategy (`mapper.strategies`: `Enumeration`, `BestFirst` or an
+`OptunaStudy`, the last two pruning structures by their admissible bounds) until it or the budget says
 stop, and packages the best mapping with its cost, roofline gap, trace, trial counts, the
 certificate of what was proven (`mapper.bounds`, `mapper.result.Certificate`) and the executor's
 validation into a `TuneResult`.

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from costmodels.protocol import OBJECTIVES as KNOWN_OBJECTIVES
 
-Strategy = Literal["auto", "tpe", "random", "cmaes", "nsga2", "exhaustive"]
+Strategy = Literal["auto", "bestfirst", "tpe", "random", "cmaes", "nsga2", "exhaustive"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
 
 

@@ -135,6 +135,25 @@ class Evaluator:
             return outcome.values[0]
         return tuple(min(v[j] for _, v in outcome.front) for j in range(len(self.objectives)))
 
+    def visit(self, fixed: dict[str, Choice]) -> Outcome:
+        """Score one structure's sub-space outside Optuna (best-first search): the same bookkeeping as a trial."""
+        outcome = self._score(fixed)
+        self.memo[tuple(fixed[p.name] for p in self.encoding.params)] = outcome
+        if outcome.point is None or outcome.values is None:
+            self.infeasible += 1
+            for code in sorted({c for c, _ in outcome.violations}):
+                self.violations[code] += 1
+            for code, msg in outcome.violations:
+                self.messages.setdefault(code, msg)
+        else:
+            if outcome.front and self.front_bounds is not None:
+                self._merge_front(outcome)
+            if self.best_values is None or outcome.values[0] < self.best_values[0]:
+                self.best_point, self.best_values = outcome.point, outcome.values
+                self.improved_at, self.improved_time = len(self.trace) + 1, time.perf_counter()
+        self._record()
+        return outcome
+
     def _record(self) -> None:
         self.trace.append(None if self.best_values is None else self.best_values[0])
         self.trace_points.append(self.scored)

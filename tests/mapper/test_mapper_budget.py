@@ -49,14 +49,20 @@ def test_inner_size_comes_from_the_settings_or_the_space_never_the_clock() -> No
 def test_seeded_search_repeats_exactly_when_one_run_is_slowed() -> None:
     """Issue #12: the same request and seed give the same answer on a fast and a slow machine."""
     for inner in (None, 16):  # sized by the mapper, or by the request
-        s = SearchSettings(enumerate_limit=100, probe_points=64, inner_points=inner, max_trials=25, patience=0, seed=5)
-        fast = tune(BIG, TimedTarget(), s, validate=False)
-        slow = tune(BIG, TimedTarget(overhead=2e-3, per_point=2e-5), s, validate=False)
-        assert fast.strategy == slow.strategy == "tpe" and fast.stop_reason == slow.stop_reason
-        assert fast.scorer_rate is not None and slow.scorer_rate is not None  # measured, for information
-        assert slow.scorer_rate < fast.scorer_rate  # the slowed run measured slower (by how much depends on the load)
-        assert fast.point == slow.point and fast.values == slow.values and fast.trace == slow.trace
-        assert fast.counts == slow.counts and fast.inner_points == slow.inner_points
+        for strategy in ("auto", "tpe"):  # auto: best-first above the limit
+            s = SearchSettings(
+                strategy=strategy, enumerate_limit=100, probe_points=64, inner_points=inner, max_trials=25,
+                patience=0, seed=5,
+            )  # fmt: skip
+            fast = tune(BIG, TimedTarget(), s, validate=False)
+            slow = tune(BIG, TimedTarget(overhead=2e-3, per_point=2e-5), s, validate=False)
+            assert fast.strategy == slow.strategy == ("bestfirst" if strategy == "auto" else "tpe")
+            assert fast.stop_reason == slow.stop_reason
+            if strategy == "auto":
+                assert fast.scorer_rate is not None and slow.scorer_rate is not None  # measured, for information
+                assert slow.scorer_rate < fast.scorer_rate  # the slowed run measured slower (how much: the load)
+            assert fast.point == slow.point and fast.values == slow.values and fast.trace == slow.trace
+            assert fast.counts == slow.counts and fast.inner_points == slow.inner_points
 
 
 def test_auto_enumerates_when_the_measured_cost_fits_and_reuses_the_probe() -> None:
@@ -72,8 +78,13 @@ def test_auto_searches_when_the_space_exceeds_the_enumeration_limit() -> None:
     t = TimedTarget(per_point=1e-4)  # slow enough that each trial's sub-space stays small
     s = SearchSettings(probe_points=64, enumerate_limit=512, inner_points=8, max_trials=5, patience=0)  # 1024 points
     plan = resolve_strategy(s, t.space(BIG), BIG, t)
-    assert plan.strategy == "tpe" and plan.probe is not None
+    assert plan.strategy == "bestfirst" and plan.probe is not None  # one objective: best-first branch and bound
     r = tune(BIG, t, s, validate=False)
+    assert r.strategy == "bestfirst" and r.proven_optimal and r.inner_points == 8
+    assert r.certificate is not None and r.certificate.structures_total == 1024 // 8
+    two = s.model_copy(update={"objectives": ("latency", "footprint")})
+    assert resolve_strategy(two, t.space(BIG), BIG, t).strategy == "tpe"  # several objectives: the study path
+    r = tune(BIG, t, two, validate=False)
     assert r.strategy == "tpe" and r.counts.trials == 5 and not r.proven_optimal and r.inner_points == 8
 
 

@@ -254,15 +254,16 @@ def test_pareto_mask_matches_definition() -> None:
 
 
 def test_every_strategy_name_is_a_strategy_class() -> None:
-    """`auto` plans; every other name is the enumeration or an Optuna sampler of the table."""
+    """`auto` plans; every other name is the enumeration, best-first or an Optuna sampler of the table."""
     from mapper.settings import STRATEGIES
-    from mapper.strategies import SAMPLERS, Enumeration, OptunaStudy, Strategy, strategy_for
+    from mapper.strategies import SAMPLERS, BestFirst, Enumeration, OptunaStudy, Strategy, strategy_for
 
-    assert set(STRATEGIES) == {"auto", Enumeration.name, *SAMPLERS}
+    assert set(STRATEGIES) == {"auto", Enumeration.name, BestFirst.name, *SAMPLERS}
+    classes = {"exhaustive": Enumeration, "bestfirst": BestFirst}
     for name in STRATEGIES[1:]:
         s = strategy_for(name)
         assert isinstance(s, Strategy) and s.name == name
-        assert isinstance(s, Enumeration if name == "exhaustive" else OptunaStudy)
+        assert isinstance(s, classes.get(name, OptunaStudy))
     with pytest.raises(ValueError, match="no Optuna sampler"):
         strategy_for("annealing")
 

@@ -1,0 +1,281 @@
+"""Best-first branch and bound over structures: the lowest bound first, stop when the next cannot win.
+
+The space is split into structures as an Optuna study splits it (`split_params`: the structural
+parameters' choices fixed, the inner sub-space scored whole with numpy). Every structure's
+admissible latency bound (`mapper.bounds.StructureBounds`, the family's ``structure_bound``) is
+computed first, one call per structure (the families bound one structure per call); the
+structures are then visited in ascending bound order, ties in the space's numbering (the
+structural choices in C order), so the order depends on the space alone. Each visited structure's
+sub-space is scored exactly (`Evaluator.visit`). The search stops when the next structure's bound
+is not below the best found (``bound * (1 + RTOL) >= best``, `StructureBounds.bounded_out`): the
+bounds are sorted, so no structure left can hold a better point and the best is optimal over the
+target's space (stop reason ``lower-bound``; every structure left is pruned by bound). Every
+structure is visited with its bound below the best found at that moment, by construction.
+
+When the budget or a cancel ends the search first, the certificate is exact without another
+sweep: the structures left are unexplored and the lowest of their bounds is the next one in the
+order, so the best is within ``best / next_bound - 1`` of the optimum. The bounding pass itself
+checks the budget and the cancel every `BOUND_BATCH` structures: cut short, the structures not yet
+bounded keep the generic bound (the roofline, admissible for all), one structure is scored and the
+certificate's remaining bound is that generic bound.
+
+Several objectives: the structure's bound vector is its latency bound beside floors that hold for
+the whole problem (`mapper.bounds.FrontBounds`), so the vectors of the structures left only grow
+along latency; once the merged front dominates the next structure's vector it dominates every
+later one, and the front is the exact Pareto front over the space (weak dominance: a point with
+a front point's values adds no value). The visit order and the stop are otherwise the same.
+
+Warm starts (one objective, latency): the target's rule-of-thumb structures are scored first, each
+only while its bound is below the best found. When the best then reaches the whole problem's
+roofline (`StructureBounds.whole`, admissible for every structure) the search stops proven
+(``lower-bound``) without bounding the other structures: on Ascend that is most layers, where the
+bounds of every structure cost more than the search. Otherwise the ordered pass follows, skipping
+the structures already scored (an incumbent prunes no structure whose bound is below the optimum:
+those are scored whatever the start).
+
+No clock decides anything but the deadline: the same request gives the same answer on any
+machine when it stops for a reason other than its budget.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from costmodels.protocol import Choice, SearchSpace, Target
+from mapper.bounds import RTOL, FrontBounds, StructureBounds, space_text
+from mapper.planning import DEFAULT_INNER
+from mapper.result import Certificate, TrialCounts, ViolationCount
+from mapper.settings import SearchSettings, StopReason
+from mapper.strategies.base import Searched, Strategy, certificate_notes
+from mapper.strategies.encoding import Encoding, split_params
+from mapper.strategies.objective import CHECKED, Evaluator
+from mapper.watch import Watch
+from workload.problem import Problem
+
+#: structures bounded between two checks of the deadline and the cancel
+BOUND_BATCH = 64
+
+
+def structure_order(
+    bounds: StructureBounds,
+    names: tuple[str, ...],
+    keys: list[tuple[Choice, ...]],
+    stop: Callable[[], bool] | None = None,
+) -> tuple[np.ndarray, int]:
+    """Every structure's bound (seconds) in the order of `keys`, and how many were bounded.
+
+    `stop` is asked every `BOUND_BATCH` structures; once it says so the rest keep bound 0, which the
+    search lifts to the generic bound (`StructureBounds.whole`, admissible for every structure).
+    The visit order is ``np.argsort(bounds, kind="stable")``: ties in the space's numbering.
+    """
+    out = np.zeros(len(keys), dtype=np.float64)
+    for i, k in enumerate(keys):
+        if stop is not None and i % BOUND_BATCH == 0 and i and stop():
+            return out, i
+        out[i] = bounds(dict(zip(names, k, strict=True)))
+    return out, len(keys)
+
+
+class BestFirst(Strategy):
+    """Best-first branch and bound over the structures of the space (see the module docstring).
+
+    `inner_points`: the sub-space scored per structure (None: the settings' or `DEFAULT_INNER`).
+    """
+
+    name = "bestfirst"
+
+    def __init__(self, inner_points: int | None = None) -> None:
+        self.inner_points = inner_points
+        #: seconds spent computing every structure's bound in the last run (the cost of the ordering)
+        self.bound_seconds = 0.0
+
+    def run(
+        self,
+        problem: Problem,
+        target: Target,
+        space: SearchSpace,
+        settings: SearchSettings,
+        *,
+        deadline: float,
+        watch: Watch | None = None,
+    ) -> Searched:
+        """Visit the structures by ascending bound until the next bound cannot beat the best, the budget or a cancel."""
+        inner_points = self.inner_points
+        if inner_points is None:
+            inner_points = settings.inner_points if settings.inner_points is not None else DEFAULT_INNER
+        structural, inner = split_params(space, inner_points)
+        names = tuple(p.name for p in structural)
+        # the visit order: latency bounds when latency is asked (the only objective with per-structure bounds)
+        objective = "latency" if "latency" in settings.objectives else settings.objectives[0]
+        bounds = StructureBounds(target, problem, objective)
+        front_bounds = FrontBounds(target, problem, settings.objectives) if settings.multi_objective else None
+        ev = Evaluator(
+            target, problem, space, settings.objectives, Encoding.of(structural), tuple(p.name for p in inner),
+            front_bounds=front_bounds,
+        )  # fmt: skip
+        total = math.prod(len(p.choices) for p in structural)
+        done: list[tuple[Choice, ...]] = []  # the structures scored, in order
+        seen: set[tuple[Choice, ...]] = set()
+
+        def stop_between() -> StopReason | None:
+            if done and watch is not None and watch.cancelled():  # between structures
+                return "cancelled"
+            if done and time.perf_counter() > deadline:  # one structure whatever the clock says
+                return "seconds"
+            return None
+
+        def visit(key: tuple[Choice, ...]) -> None:
+            ev.visit(dict(zip(names, key, strict=True)))
+            done.append(key)
+            seen.add(key)
+            if ev.best_point is not None:
+                bounds.learn_clock(ev.best_point)
+                if front_bounds is not None:
+                    front_bounds.learn_clock(ev.best_point)
+            if watch is not None:
+                watch.report(len(done), total, ev.trace[-1], unit="structures")
+
+        reason: StopReason | None = None
+        if settings.warm_start and objective == "latency" and not settings.multi_objective:
+            reason = self._warm(problem, target, space, names, bounds, ev, seen, visit, stop_between)
+        next_bound: float | None = None
+        ordered = reason is None
+        self.bound_seconds, bounded = 0.0, 0
+        if ordered:
+            t0 = time.perf_counter()
+            keys = list(itertools.product(*(p.choices for p in structural)))
+            stop = lambda: time.perf_counter() > deadline or (watch is not None and watch.cancelled())  # noqa: E731
+            # before a clock is known: the family's bounds alone; cut by the budget, the rest keep the generic bound
+            raw, bounded = structure_order(bounds, names, keys, stop)
+            order = [i for i in np.argsort(raw, kind="stable").tolist() if keys[i] not in seen]  # ties: numbering
+            self.bound_seconds = time.perf_counter() - t0
+            for i in order:
+                if self._out(bounds, front_bounds, ev, dict(zip(names, keys[i], strict=True)), float(raw[i])):
+                    reason = "lower-bound"
+                reason = reason or stop_between()
+                if reason is not None:
+                    next_bound = max(float(raw[i]), bounds.whole())
+                    break
+                visit(keys[i])
+            else:
+                reason = "space-exhausted"
+        elif reason != "lower-bound":  # the budget ended among the warm starts: the generic bound holds for the rest
+            next_bound = bounds.whole()
+        visited = len(done)
+        assert reason is not None  # the ordered pass always ends with a reason
+        cert = self._certificate(space, bounds, front_bounds, ev, total, visited, reason, next_bound)
+        if settings.objectives[0] != cert.objective:
+            cert = cert.model_copy(update={"objective": settings.objectives[0]})
+        front = ev.merged_front() if settings.multi_objective else []
+        point, values = ev.best_point, ev.best_values
+        if front:  # several objectives: the front's first point (the best first objective)
+            point, values = front[0]
+        top = tuple(
+            ViolationCount(
+                code=c, count=n, unit="trials", examined=min(CHECKED, max(1, ev.inner_size)),
+                message=f"{ev.messages.get(c, '')} ({n} structures whose whole sub-space was infeasible; "
+                f"up to {CHECKED} points of each checked)",
+            )
+            for c, n in ev.violations.most_common(5)
+        )  # fmt: skip
+        # a trial is a structure scored; those bounded out never became trials (the certificate counts them)
+        counts = TrialCounts(
+            trials=visited, complete=visited - ev.infeasible, infeasible=ev.infeasible, points_scored=ev.scored,
+            top_violations=top,
+        )  # fmt: skip
+        how = (
+            f"{visited:,} scored ({'warm starts first, then ' if settings.warm_start else ''}by ascending bound; "
+            f"bounding every structure took {self.bound_seconds:.3f} s)"
+            if ordered
+            else f"{visited:,} scored (warm starts only, stopped by {reason}: no structure bounded one by one)"
+        )
+        if ordered and bounded < total:
+            how += f"; the budget ended after bounding {bounded:,} structures: the rest have the generic bound"
+        notes = [f"best-first over {total:,} structures of {cert.inner_points:,} points: {how}"]
+        notes.extend(certificate_notes(cert, point is not None))
+        return Searched(
+            self.name, point, values, cert.complete, reason, ev.trace, counts, front, notes, ev.trace_points,
+            certificate=cert,
+        )  # fmt: skip
+
+    @staticmethod
+    def _warm(
+        problem: Problem,
+        target: Target,
+        space: SearchSpace,
+        names: tuple[str, ...],
+        bounds: StructureBounds,
+        ev: Evaluator,
+        seen: set[tuple[Choice, ...]],
+        visit: Callable[[tuple[Choice, ...]], None],
+        stop_between: Callable[[], StopReason | None],
+    ) -> StopReason | None:
+        """Score the target's warm-start structures first; ``lower-bound`` when the best reaches the roofline.
+
+        Each is scored only while its own bound is below the best found, like every other visit. A
+        best at the whole problem's roofline (the generic bound, admissible for every structure)
+        bounds out every structure left, before any other structure is bounded.
+        """
+        for warm in target.warm_starts(problem):
+            if not all(p.name in warm and warm[p.name] in p.choices for p in space.params):
+                continue
+            key = tuple(warm[n] for n in names)
+            if key in seen:
+                continue
+            if ev.best_values is not None and StructureBounds.bounded_out(
+                bounds(dict(zip(names, key, strict=True))), ev.best_values[0]
+            ):
+                continue  # left to the ordered pass, which will bound it out
+            reason = stop_between()
+            if reason is not None:
+                return reason
+            visit(key)
+            if ev.best_values is not None and StructureBounds.bounded_out(bounds.whole(), ev.best_values[0]):
+                return "lower-bound"
+        return None
+
+    @staticmethod
+    def _out(
+        bounds: StructureBounds, fb: FrontBounds | None, ev: Evaluator, fixed: dict[str, Choice], raw: float
+    ) -> bool:
+        """True when the structure (and so every later one) cannot improve the answer."""
+        if fb is not None:
+            return FrontBounds.dominated(fb(fixed), ev.front_values)
+        if bounds.objective != "latency" or ev.best_values is None:
+            return False
+        return StructureBounds.bounded_out(max(raw, bounds.whole()), ev.best_values[0])
+
+    @staticmethod
+    def _certificate(
+        space: SearchSpace,
+        bounds: StructureBounds,
+        fb: FrontBounds | None,
+        ev: Evaluator,
+        total: int,
+        visited: int,
+        reason: StopReason,
+        next_bound: float | None,
+    ) -> Certificate:
+        """Scored: the structures visited; pruned: all the rest when the bound stopped the search; else unexplored."""
+        left = total - visited
+        pruned = left if reason == "lower-bound" else 0
+        unexplored = left - pruned
+        best = ev.best_values[0] if ev.best_values is not None else None
+        remaining = next_bound if unexplored and next_bound is not None and next_bound > 0 else None
+        gap: float | None = None
+        if best is not None and fb is None:
+            gap = 0.0 if unexplored == 0 else (max(0.0, best / remaining - 1) if remaining is not None else None)
+        elif best is not None and unexplored == 0:
+            gap = 0.0
+        return Certificate(
+            space=space_text(space), space_points=space.size, objective=bounds.objective,
+            structures_total=total, inner_points=space.size // max(total, 1), scored=visited,
+            pruned_by_bound=pruned, unexplored=unexplored, best=best, best_remaining_bound=remaining, gap_bound=gap,
+            bound_source=(fb.source if fb is not None else bounds.source) + f"; visited in ascending bound order "
+            f"(a structure is out when bound x (1 + {RTOL:g}) >= best)",
+        )  # fmt: skip
