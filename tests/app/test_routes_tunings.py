@@ -125,7 +125,10 @@ def test_cancel_stops_a_running_search_and_keeps_its_best(client: TestClient, ru
     r = client.post(f"/v1/tunings/{job['id']}/cancel")
     assert r.status_code == 202 and r.json()["cancel_requested"]
     final = _wait(client, job["id"], ("cancelled", "succeeded", "failed"), timeout=10)
-    assert final["state"] == "cancelled" and time.monotonic() - t0 < 3.0
+    # a cancel is heard between structures, trials and layers; the longest step it waits for is a
+    # target's per-problem preparation (rngd's bound tables and warm starts: up to 1.4 s measured on
+    # a quiet 2-core machine for ResNet-50's 3x3 convs), so 5 s leaves room for a loaded machine
+    assert final["state"] == "cancelled" and time.monotonic() - t0 < 5.0
     result = client.get(f"/v1/tunings/{job['id']}/result").json()
     searched = [lay for lay in result["layers"] if lay["stop_reason"] != "cancelled"]
     assert not result["complete"] and len(searched) >= 2 and all(lay["feasible"] for lay in searched)
