@@ -13,12 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from costmodels.protocol import Choice, Target
+from costmodels.protocol import Choice
 from costmodels.registry import get_target
 from costmodels.structure_bound import StructureBounded
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from mapper.strategies import split_params
+from tests.costmodels.space_scan import space_latencies
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
@@ -82,16 +83,6 @@ def _random_problems(f: Family, seed: int, n: int) -> list[Problem]:
     return out
 
 
-def _latencies(t: Target, p: Problem) -> tuple[list[tuple[str, tuple[Choice, ...]]], np.ndarray]:
-    """Every point's latency (inf where infeasible), in the space's C order."""
-    space = t.space(p)
-    shape = tuple(len(q.choices) for q in space.params)
-    codes = np.unravel_index(np.arange(space.size), shape)
-    s = t.score_codes(p, {q.name: c for q, c in zip(space.params, codes, strict=True)})
-    lat = np.where(s.feasible, s.objectives["latency"], np.inf).reshape(shape)
-    return [(q.name, q.choices) for q in space.params], lat
-
-
 def _bounded(preset: str) -> StructureBounded:
     t = get_target(preset)
     assert isinstance(t, StructureBounded)
@@ -105,7 +96,7 @@ def test_no_structure_beats_its_bound_on_random_problems(family: str, preset: st
     rng = random.Random(7)
     checked = tighter = 0
     for p in _random_problems(f, seed=3, n=30):
-        params, lat = _latencies(t, p)
+        params, lat = space_latencies(t, p)
         names = [n for n, _ in params]
         generic = t.lower_bound(p).cycles / getattr(t.hardware, f.clock)
         # the mapper's own splits, and random subsets of fixed parameters

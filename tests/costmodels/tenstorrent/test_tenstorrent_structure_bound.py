@@ -23,6 +23,7 @@ from costmodels.tenstorrent.bounds import max_subblock_area
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from mapper.strategies import split_params
+from tests.costmodels.space_scan import space_latencies
 from workload import named
 from workload.conv2d import conv2d
 from workload.einsum import einsum
@@ -66,16 +67,6 @@ def _random_problems(seed: int, n: int) -> list[Problem]:
     return out
 
 
-def _latencies(t: Target, p: Problem) -> tuple[list[tuple[str, tuple[Choice, ...]]], np.ndarray]:
-    """Every point's latency (inf where infeasible), in the space's C order."""
-    space = t.space(p)
-    shape = tuple(len(q.choices) for q in space.params)
-    codes = np.unravel_index(np.arange(space.size), shape)
-    s = t.score_codes(p, {q.name: c for q, c in zip(space.params, codes, strict=True)})
-    lat = np.where(s.feasible, s.objectives["latency"], np.inf).reshape(shape)
-    return [(q.name, q.choices) for q in space.params], lat
-
-
 def _bounded(t: Target) -> StructureBounded:
     assert isinstance(t, StructureBounded)
     return t
@@ -88,7 +79,7 @@ def test_no_structure_beats_its_bound(preset: str) -> None:
     for i, p in enumerate(_random_problems(seed=5 + len(preset), n=30)):
         t = get_target(preset, OVERRIDES[i % len(OVERRIDES)])
         bounded = _bounded(t)
-        params, lat = _latencies(t, p)
+        params, lat = space_latencies(t, p)
         names = [n for n, _ in params]
         generic = t.lower_bound(p).cycles / t.hardware.clock_hz  # type: ignore[attr-defined]
         # the mapper's own splits, the layout (core grid) with and without its memory, and random subsets
@@ -152,7 +143,7 @@ def _branch_and_bound(t: Target, p: Problem) -> tuple[float, int, int]:
 
     Returns (best, layouts scored, layouts pruned by bound).
     """
-    params, lat = _latencies(t, p)
+    params, lat = space_latencies(t, p)
     layouts = params[0][1]
     assert params[0][0] == "layout"
     order = sorted(range(len(layouts)), key=lambda i: _bounded(t).structure_bound(p, {"layout": layouts[i]}))
@@ -171,7 +162,7 @@ def test_resnet50_layers_prune_layouts_and_keep_the_optimum(preset: str) -> None
     picked = [layers[0], layers[2], layers[-3]]  # the 7x7 stem, a 3x3 and a 1x1 of the last stage
     for p in picked:
         best, scored, pruned = _branch_and_bound(t, p)
-        full = float(_latencies(t, p)[1].min())
+        full = float(space_latencies(t, p)[1].min())
         assert best == full, p.label
         assert pruned > 0 and scored + pruned == len(t.space(p).params[0].choices), p.label
 
@@ -181,7 +172,7 @@ def test_issue_gemm_is_pruned_by_the_mapper_with_the_enumeration_answer() -> Non
     p = einsum("mk,kn->mn", {"m": 4099, "k": 131, "n": 8191}, dtype="bf16", weight=1)
     optimum = tune(p, t, SearchSettings(strategy="exhaustive"), validate=False).values["latency"]
     best, _scored, pruned = _branch_and_bound(t, p)
-    assert best == float(_latencies(t, p)[1].min()) and pruned > 0
+    assert best == float(space_latencies(t, p)[1].min()) and pruned > 0
     # the mapper's own branch and bound: layouts structural (4096 inner points), TPE until every one is done
     s = SearchSettings(strategy="tpe", inner_points=4096, max_trials=5000, patience=0, seed=1, max_seconds=120)
     r = tune(p, t, s, validate=False)
