@@ -26,6 +26,7 @@ from costmodels.tenstorrent.halo_of import halo_config_of
 from executor import fidelity as fidelity_mod
 from executor import proxy as proxy_mod
 from executor.halo_exec import run_sharded_conv
+from executor.judgement import judge
 from executor.tiled import TiledResult, run_mapping
 from executor.validate import (
     DEFAULT_CAP_BYTES,
@@ -34,14 +35,8 @@ from executor.validate import (
     Method,
     ValidationReport,
     ValidationTooLarge,
-    _abs_sum,
-    _format_verdict,
     _halo_unfit,
     _packed,
-    _reference,
-    compare,
-    narrower_accumulator,
-    verdict,
 )
 from workload.conv_fold import ConvFold, fold_inputs, folded_problem
 from workload.problem import Operand, Problem
@@ -136,20 +131,9 @@ def validate_folded(
         result = run_mapping(run_folded, run_map, f_inputs)
     phases = None if not_emulated else fidelity_mod.plan(run_orig, mapping, inputs)
     operand_sets = [list(pair) for pair in phases.pairs] if phases is not None else [inputs]
-    ref = _reference(run_orig, operand_sets)
-    abs_sum = _abs_sum(run_orig, operand_sets)
-    fields = compare(run_orig, result, ref, abs_sum, mapping.acc_dtype)
-    declared = compare(run_orig, result, ref, abs_sum) if narrower_accumulator(problem, mapping.acc_dtype) else None
-    if phases is not None:
-        notes.append(phases.describe())
-    elif not_emulated:
-        notes.append(f"not checked: {not_emulated}")
-    status, reason = verdict(problem, mapping, fields, coverage, not_emulated, declared)
-    if not not_emulated:
-        exact = phases is not None and phases.exact
-        status, reason = _format_verdict(
-            run_orig, mapping, (originals, inputs), result, fields, abs_sum, exact, (status, reason), notes
-        )
+    fields, status, reason = judge(
+        problem, run_orig, mapping, (originals, inputs), operand_sets, result, phases, coverage, not_emulated, notes
+    )
     reason += " against the original (unfolded) conv"
     if method == "proxy":
         reason += f" on a proxy ({run_orig.points / problem.points:.3g} of the points)"
