@@ -119,8 +119,16 @@ class TransformChoice(BaseModel):
     name: str = Field(description="the transformation, e.g. fold")
     description: str
     chosen: bool = Field(description="the answer is the transformed problem's mapping")
-    original_latency: float | None = Field(description="seconds, best mapping of the problem as given")
-    transformed_latency: float | None = Field(description="seconds, best mapping of the transformed problem alone")
+    original_latency: float | None = Field(
+        description="seconds, best mapping of the problem as given (None: not searched, bounded out)"
+    )
+    transformed_latency: float | None = Field(
+        description="seconds, best mapping of the transformed problem alone (None: not searched, bounded out)"
+    )
+    original_bound: float | None = Field(default=None, description="seconds no mapping of the problem as given beats")
+    transformed_bound: float | None = Field(
+        default=None, description="seconds no mapping of the transformed problem beats (its op excluded)"
+    )
     transform_latency: float = Field(description="seconds, the transformation op itself (the fold's data movement)")
     transformed_problem: str = Field(description="one-line summary of the transformed problem")
     pricing: str = Field(description="how the transformation op was priced, with its sources")
@@ -137,10 +145,18 @@ class TransformChoice(BaseModel):
             return "-" if v is None else f"{v * 1e6:.2f} us"
 
         which = "folded" if self.chosen else "original"
-        return (
+        line = (
             f"{self.name}: {which} chosen; original {ms(self.original_latency)}, folded "
             f"{ms(self.transformed_latency)} + {self.name} op {ms(self.transform_latency)} = {ms(self.total_latency)}"
         )
+        if self.original_latency is None and self.original_bound is not None:
+            line += f"; original not searched: its bound {ms(self.original_bound)} is above the folded answer"
+        if self.transformed_latency is None and self.transformed_bound is not None:
+            line += (
+                f"; folded not searched: its bound {ms(self.transformed_bound)} + {self.name} op is not below the "
+                "original's optimum"
+            )
+        return line
 
 
 class TuneResult(BaseModel):

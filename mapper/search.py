@@ -30,7 +30,7 @@ from mapper.watch import Progress, Watch, as_watch
 from workload.errors import ProblemError
 from workload.problem import Problem
 
-__all__ = ["Progress", "Watch", "check_request", "tune"]
+__all__ = ["Progress", "Watch", "check_request", "tune", "tune_as_given"]
 
 
 def check_request(problem: Problem, target: Target, settings: SearchSettings) -> None:
@@ -73,6 +73,24 @@ def tune(
     """
     settings = settings or SearchSettings()
     check_request(problem, target, settings)
+    from mapper.transforms import tune_with_fold  # the folded stem: priced beside the problem
+
+    return tune_with_fold(
+        problem, target, settings, as_given=tune_as_given, tune=tune, overrides=overrides, validate=validate,
+        progress=progress,
+    )  # fmt: skip
+
+
+def tune_as_given(
+    problem: Problem,
+    target: Target,
+    settings: SearchSettings,
+    *,
+    overrides: dict[str, Any] | None = None,
+    validate: bool = True,
+    progress: Progress | Watch | None = None,
+) -> TuneResult:
+    """Search `problem` itself (no rewrite offered) and package the result; `tune` checks the request first."""
     watch = as_watch(progress)
     t0 = time.perf_counter()
     deadline = t0 + settings.max_seconds
@@ -86,8 +104,6 @@ def tune(
     seconds = time.perf_counter() - t0
     version = cost_model_version(target)
     key = cache_key(problem, target.name, dict(overrides or {}), version, settings)
-    from mapper.transforms import choose_fold, fold_candidate  # the folded stem: priced beside the problem
-
     result = package_result(
         problem,
         target,
@@ -98,17 +114,14 @@ def tune(
         version=version,
         overrides=dict(overrides or {}),
         seconds=seconds,
-        validate=validate and fold_candidate(problem, target, settings) is None,  # else the chosen form's, later
+        validate=validate,
         pareto=[ParetoPoint(point=p, values=dict(zip(settings.objectives, v, strict=True))) for p, v in found.front],
     )
     cert = found.certificate if isinstance(found, Searched) else None
     update: dict[str, Any] = {"ties": ties} if ties else {}
     if cert is not None:
         update["certificate"] = cert
-    result = result.model_copy(update=update) if update else result
-    return choose_fold(
-        problem, target, settings, result, tune=tune, overrides=overrides, validate=validate, progress=progress
-    )
+    return result.model_copy(update=update) if update else result
 
 
 def _break_ties(

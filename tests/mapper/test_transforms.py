@@ -79,7 +79,12 @@ def test_the_search_chooses_the_fold_when_it_is_cheaper(monkeypatch: pytest.Monk
     q = folded_problem(p)
     orig, fold = alone(p, target, monkeypatch), alone(q, target, monkeypatch)
     op = transforms.fold_op_seconds(fold_of(p), p, target.hardware)
-    assert t.original_latency == orig.best_value() and t.transformed_latency == fold.best_value()
+    both = transforms.tune_both_forms(p, target).transform  # both forms searched whole
+    assert both is not None and both.original_latency == orig.best_value()
+    assert t.transformed_latency == both.transformed_latency == fold.best_value()
+    # the folded form had the lower bound, was searched first, and the original's bound is above its answer
+    assert t.original_latency is None and t.original_bound is not None and t.total_latency is not None
+    assert t.original_bound >= t.total_latency and "original not searched" in t.summary()
     o, f = orig.best_value(), fold.best_value()
     assert o is not None and f is not None and f + op < o  # the cheaper answered
     assert r.best_value() == pytest.approx(f + op)  # the answer's latency includes the fold op
@@ -96,7 +101,9 @@ def test_the_search_keeps_the_original_when_the_fold_is_dearer(monkeypatch: pyte
     r = tune(p, target)
     t = r.transform
     assert t is not None and not t.chosen
-    assert t.total_latency is not None and t.original_latency is not None and t.total_latency > t.original_latency
+    both = transforms.tune_both_forms(p, target).transform
+    assert both is not None and both.total_latency is not None and both.original_latency is not None
+    assert both.total_latency > both.original_latency and t.original_latency == both.original_latency
     orig = alone(p, target, monkeypatch)
     assert r.point == orig.point and r.best_value() == orig.best_value()
     assert r.mapping is not None and r.mapping == orig.mapping
@@ -107,8 +114,8 @@ def test_the_search_keeps_the_original_when_the_fold_is_dearer(monkeypatch: pyte
 def test_the_3_channel_stem_is_folded_because_ttnn_pads_it_to_8() -> None:
     """Issue #13: a row-major 3-channel conv computes on 8 channels (`shape.padded_in_channels`), so the
     folded 4x4 on 16 channels wins; priced on its real 3 channels it did not."""
-    r3 = tune(stem(3), make_target("wormhole-n150", {}), validate=False)
-    r8 = tune(stem(8), make_target("wormhole-n150", {}), validate=False)
+    r3 = transforms.tune_both_forms(stem(3), make_target("wormhole-n150", {}))
+    r8 = transforms.tune_both_forms(stem(8), make_target("wormhole-n150", {}))
     assert r3.transform is not None and r3.transform.chosen
     assert r8.transform is not None and r3.transform.original_latency == r8.transform.original_latency
 
@@ -301,10 +308,64 @@ def test_a_folded_problem_the_target_cannot_run_leaves_the_original(monkeypatch:
 def test_the_fold_op_price_decides_a_close_call(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same cheaper-folded conv keeps its original form once the fold op costs more than the fold saves."""
     p, target = patchify(), make_target("wormhole-n150", IN_L1)
-    saved = tune(p, target, validate=False).transform
+    saved = transforms.tune_both_forms(p, target).transform
     assert saved is not None and saved.chosen and saved.original_latency and saved.transformed_latency
     gain = saved.original_latency - saved.transformed_latency
     for op, chosen in ((0.99 * gain, True), (1.01 * gain, False)):
         monkeypatch.setattr(transforms, "fold_op_seconds", lambda *a, op=op: op)
         t = tune(p, target, validate=False).transform
         assert t is not None and t.chosen is chosen and t.transform_latency == op
+
+
+def strided(ci: int, co: int, k: int) -> Problem:
+    """A stride-2 conv of a bottleneck (3x3 padded, or the 1x1 projection)."""
+    return conv2d(batch=2, in_channels=ci, out_channels=co, input_height=28, input_width=28, kernel=k, stride=2,
+                  padding=k // 2, dtype="bf16")  # fmt: skip
+
+
+BOUND_CASES: list[tuple[str, Problem, dict[str, Any]]] = [
+    ("wormhole-n150", stem(3), {}),
+    ("wormhole-n150", stem(8), {}),
+    ("wormhole-n150", stem(3), IN_L1),
+    ("wormhole-n150", stem(3), {"fidelities": ["LoFi"]}),
+    ("wormhole-n150", patchify(), IN_L1),
+    ("wormhole-n150", patchify(), {}),
+    ("blackhole-p150", stem(3), {}),
+    ("wormhole-n150", strided(32, 64, 3), {}),
+    ("wormhole-n150", strided(64, 128, 1), IN_L1),
+]
+
+
+def test_bounding_the_second_form_gives_the_full_comparisons_answer() -> None:
+    """The search bounded by the first form's answer (`transforms.tune_with_fold`) against both forms searched
+    whole: the same form chosen, the same latency and point; each skipped form's bound is at least the answer;
+    and both directions occur (a folded form bounded out, an original bounded out)."""
+    skipped = {"original": 0, "folded": 0}
+    for preset, p, ov in BOUND_CASES:
+        target = make_target(preset, ov)
+        r, full = tune(p, target, validate=False), transforms.tune_both_forms(p, target)
+        t, u = r.transform, full.transform
+        assert t is not None and u is not None and u.original_latency is not None and u.transformed_latency
+        assert t.chosen == u.chosen and r.best_value() == full.best_value() and r.point == full.point
+        answer = r.best_value()
+        assert answer is not None
+        if t.original_latency is None:
+            skipped["original"] += 1
+            assert t.chosen and t.original_bound is not None and t.original_bound * (1 + 1e-9) >= answer
+        if t.transformed_latency is None:
+            skipped["folded"] += 1
+            assert not t.chosen and t.transformed_bound is not None
+            assert (t.transformed_bound + t.transform_latency) * (1 + 1e-9) >= answer
+        assert t.original_latency is not None or t.transformed_latency is not None  # one form is always searched
+        # the bounds hold against the forms' optima (searched whole)
+        assert t.original_bound is not None and t.original_bound <= u.original_latency * (1 + 1e-9)
+        assert t.transformed_bound is not None and t.transformed_bound <= u.transformed_latency * (1 + 1e-9)
+    assert skipped["original"] >= 1 and skipped["folded"] >= 1
+
+
+def test_a_bound_tripped_by_hand_changes_which_form_is_searched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A zero bound (nothing provable) makes the search price both forms, as before the bounding."""
+    p, target = stem(3), make_target("wormhole-n150", {})
+    monkeypatch.setattr(transforms, "form_bound_seconds", lambda *a: 0.0)
+    t = tune(p, target, validate=False).transform
+    assert t is not None and t.original_latency is not None and t.transformed_latency is not None
