@@ -4,9 +4,10 @@ Run with ``python -m bench.folded_stem [--batch 16] [--dtype bfloat8_b]``. For e
 (wormhole-n150, blackhole-p150), fidelity policy (the preset's default, HiFi4 only, and LoFi) and
 placement of the stem's tensors (``alone``: input read from DRAM, output written to DRAM, the cost
 model's default; ``in L1``: input arriving L1-sharded, as tt-metal copies the image to the device
-sharded, and output kept in L1 for the max-pool), `mapper.search.tune` prices the stem as given and
-folded (`mapper.transforms`: each space enumerated whole, the fold op priced on top) and answers with
-the cheaper; the table prints both prices and the choice, all from one run.
+sharded, and output kept in L1 for the max-pool), the search prices the stem as given and folded
+(`mapper.transforms.tune_both_forms`: both forms searched whole, each space enumerated, the fold op
+priced on top; `mapper.search.tune` itself skips a form its bound rules out, `bench.fold_search_time`)
+and answers with the cheaper; the table prints both prices and the choice, all from one run.
 
 What-if columns (not the search's answer): the stem as given on 8 and 16 real input channels. The
 cost model pads a conv's input channels as ttnn does (`costmodels.tenstorrent.shape.padded_in_channels`,
@@ -22,7 +23,7 @@ import time
 from typing import Any
 
 from costmodels.registry import get_target
-from mapper.search import tune
+from mapper.transforms import tune_both_forms
 from workload import named
 from workload.conv2d import as_conv2d, conv2d
 from workload.problem import Problem
@@ -73,10 +74,9 @@ def main(argv: list[str] | None = None) -> None:
         for fid in ({}, {"fidelities": ["LoFi"]}):
             for place, where in PLACEMENTS.items():
                 target = get_target(preset, {**fid, **where})
-                r = tune(stem, target, validate=False)
-                t = r.transform
+                t = tune_both_forms(stem, target).transform
                 assert t is not None and t.original_latency is not None and t.total_latency is not None
-                what_if = [tune(padded(stem, c), target, validate=False).transform for c in (8, 16)]
+                what_if = [tune_both_forms(padded(stem, c), target).transform for c in (8, 16)]
                 c8, c16 = (w.original_latency if w is not None else None for w in what_if)
                 name = ",".join(target.hardware.fidelities)  # type: ignore[attr-defined]
                 print(

@@ -11,7 +11,9 @@ policy, the ratio and the stage that bounds the mapping, the number of strategie
 as a side column, the cheapest cycles when the fidelity policy is overridden to LoFi (fewer
 mantissa bits: not numerically equivalent for bf16).
 
-Second table, the network (`mapper.layout_plan`, issue #13): every step's layout chosen jointly
+Second table, the network (`mapper.layout_plan`, issue #13): each strided conv in the form the
+search chooses for it (folded or as given, `mapper.layout_forms`; the ``form`` column, a folded
+conv's time including the fold op), every step's layout chosen jointly
 with activations kept in L1 between chained steps, reshards and spills, per step: the convs and,
 put back between them (`workload.network_ops`), the stem's max pool and each block's residual add
 (priced on the Tensix cores, `costmodels.tenstorrent.eltwise`; the add names where its skip
@@ -65,8 +67,8 @@ PUBLISHED_FPS = 4700
 def show_plan(plan: NetworkPlan, hz: float) -> None:
     """The joint plan, one row per layer."""
     head = (
-        f"{'step':28s} {'kind':7s} {'layout':11s} {'memory':6s} {'input':30s} {'out':4s} {'us':>8s} {'reshard':>8s} "
-        f"{'alone':>8s}"
+        f"{'step':28s} {'kind':7s} {'form':8s} {'layout':11s} {'memory':6s} {'input':30s} {'out':4s} {'us':>8s} "
+        f"{'reshard':>8s} {'alone':>8s}"
     )
     print(head)
     print("-" * len(head))
@@ -74,24 +76,24 @@ def show_plan(plan: NetworkPlan, hz: float) -> None:
         mem = "L1" if lay.memory == "l1-sharded" else "DRAM"
         rs = f"{lay.reshard_seconds * 1e6:8.2f}" if lay.reshard_seconds else f"{'':8s}"
         print(
-            f"{lay.label.removeprefix('resnet50/'):28s} {lay.kind:7s} {lay.layout:11s} {mem:6s} {lay.input:30s} "
-            f"{lay.output:4s} "
+            f"{lay.label.removeprefix('resnet50/'):28s} {lay.kind:7s} {lay.form:8s} {lay.layout:11s} {mem:6s} "
+            f"{lay.input:30s} {lay.output:4s} "
             f"{lay.seconds * 1e6:8.2f} {rs} {lay.alone_seconds * 1e6:8.2f}"
         )
 
 
 def stem_answer(stem: Problem, target: Any) -> None:
-    """The stem as `mapper.search.tune` answers it, the fold offered (`mapper.transforms`; the tables keep it 7x7)."""
-    from mapper.search import tune
+    """The stem as the search answers it, both forms searched whole (`mapper.transforms.tune_both_forms`)."""
+    from mapper.transforms import tune_both_forms
 
-    t = tune(stem, target, validate=False).transform
+    t = tune_both_forms(stem, target).transform
     if t is None or t.original_latency is None or t.total_latency is None:
         return
     print(
         f"stem as the search answers it (fold offered): {'folded' if t.chosen else 'as given'}; as given "
         f"{t.original_latency * 1e6:.2f} us, folded {t.total_latency * 1e6:.2f} us (conv "
         f"{(t.transformed_latency or 0.0) * 1e6:.2f} + fold op {(t.transform_latency or 0.0) * 1e6:.2f}); "
-        "the tables and plans below keep the 7x7 stem"
+        "the first table keeps every conv as given, the plans below take each strided conv's chosen form"
     )
 
 
@@ -170,6 +172,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{plan.layer_by_layer_seconds * 1e3:9.3f} {plan.total_seconds / plan.layer_by_layer_seconds:11.3f} "
             f"{convs * 1e3:9.3f} {(plan.total_seconds - convs) * 1e3:9.3f} "
             f"{args.batch / plan.total_seconds:11.0f} {plan.reshards:8d} {plan.spilled_edges:8d} {secs:7.1f}"
+            f"  folded: {', '.join(x.removeprefix('resnet50/') for x in plan.folded()) or '-'}"
         )
     print(
         f"published (hardware-facts.md §4.1): tt-metal ResNet-50 on n150, batch 16, about {PUBLISHED_FPS} img/s end "

@@ -135,12 +135,15 @@ def show_network(console: Console, w: WorkloadResult) -> None:
     n = w.network
     assert n is not None
     t = Table(title=f"{w.workload} on {w.target}: layouts chosen jointly", title_justify="left")
-    for col in ("#", "layer", "layout", "memory", "input", "output", "time", "reshard", "alone"):
-        t.add_column(col, justify="left" if col in ("layer", "layout", "memory", "input", "output") else "right")
+    for col in ("#", "layer", "form", "layout", "memory", "input", "output", "time", "reshard", "alone"):
+        t.add_column(
+            col, justify="left" if col in ("layer", "form", "layout", "memory", "input", "output") else "right"
+        )
     for lay in n.layers:
         t.add_row(
             str(lay.index),
             escape(lay.label),
+            lay.form,
             lay.layout,
             lay.memory,
             escape(lay.input),

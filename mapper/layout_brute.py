@@ -4,8 +4,11 @@ Each conv is priced by the target itself with the placement options of the seque
 actual layout given as ``input_layout``, so its reshard is the cost model's own, not the plan's
 reshard matrix), at its best mapping of that layout; the max pool and the add by
 `tenstorrent.eltwise` with the skip's reshard from `tenstorrent.reshard`. The skip tensor is
-carried through the sequence explicitly. Independent of `plan_layouts`' tables, DP and state
-bookkeeping; for small chains only (the number of sequences is the product of the choices).
+carried through the sequence explicitly. A folded conv (`forms`, `mapper.layout_chain.FoldedConv`)
+is its folded conv priced by the target with its input in DRAM, plus the fold op; a sequence that
+leaves its input (or, for a projection shortcut, the skip) in L1 is not legal. Independent of
+`plan_layouts`' tables, DP and state bookkeeping; for small chains only (the number of sequences is
+the product of the choices).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from costmodels.tenstorrent.hardware import TensixHardware
 from costmodels.tenstorrent.reshard import reshard_cycles
 from mapper.cache import TargetFactory
 from mapper.enumerate import ChunkPlan
-from mapper.layout_chain import build_chain
+from mapper.layout_chain import Forms, build_chain
 from mapper.layout_prices import eltwise_op
 from mapper.layout_tables import MEMORY, placed_target
 from workload.network_ops import NetworkOp
@@ -34,13 +37,17 @@ def brute_force(
     factory: TargetFactory | None = None,
     *,
     network_ops: bool = True,
+    forms: Forms | None = None,
 ) -> float:
-    """The joint optimum over every (layout, memory, output placement) sequence of the chain."""
+    """The joint optimum over every (layout, memory, output placement) sequence of the chain.
+
+    `forms`: the strided convs' forms (`mapper.layout_chain.build_chain`); a folded one runs folded.
+    """
     from mapper.cache import resolve_factory
 
     factory = resolve_factory(factory)
     overrides = dict(overrides or {})
-    steps = build_chain(problems, network_ops)
+    steps = build_chain(problems, network_ops, forms)
     base = factory(preset, overrides)
     hw = cast(TensixHardware, base.hardware)
     cores = hw.cores
@@ -71,7 +78,7 @@ def brute_force(
                 mem = np.array([MEMORY.index(c) for c in mem_choices])[np.asarray(codes["memory"])]
                 np.minimum.at(arr, (np.asarray(codes["layout"]), mem), lat)
             memo[key] = arr
-        return float(memo[key][j, m])
+        return float(memo[key][j, m]) + steps[i].fold_seconds
 
     def elt_price(i: int, run: str | None, edge: str | None, skip: str | None, out_l1: bool) -> float:
         op = eltwise_op(cast(NetworkOp, steps[i].item))
@@ -106,6 +113,8 @@ def brute_force(
             return  # a step not on a chain edge reads DRAM: its predecessor must have written there
         if s.is_conv:
             src = skip if s.mode == "swap" else edge
+            if s.fold is not None and src is not None:
+                return  # the fold reads its input from DRAM
             new_skip = edge if s.mode in ("open", "swap") else skip
             for j, lay in enumerate(layouts[i]):
                 for m in (0, 1):

@@ -19,6 +19,10 @@ input and output placement, by enumerating its whole space with the target's own
 instead (tests compare the two on small chains). The greedy figure runs the same recursion
 keeping only the cheapest state after each step.
 
+Strided convs (`mapper.layout_forms`): each takes the form the search chooses for it alone, folded
+or as given (`mapper.transforms`); a folded conv is a step of the chain in its own right, reading
+its input from DRAM with the fold op in its price (`mapper.layout_chain`), and its row says so.
+
 Progress and cancel: with a `mapper.watch.Watch`, the plan reports each conv table it builds
 (unit ``plan layers``, the bulk of its time) then each DP step (unit ``plan steps``), and raises
 `PlanCancelled` when the watch asks it to stop (checked between enumeration chunks and steps).
@@ -33,6 +37,7 @@ import numpy as np
 
 from mapper.cache import TargetFactory
 from mapper.layout_chain import Step, build_chain
+from mapper.layout_forms import choose_forms
 from mapper.layout_prices import Prices
 from mapper.layout_report import NetworkPlan, PlannedLayer, report
 from mapper.layout_tables import PlanCancelled, conv_tables
@@ -146,6 +151,10 @@ def plan_layouts(
     base = factory(preset, overrides)
     cores = base.hardware.cores  # type: ignore[attr-defined]
     tables = conv_tables(steps, preset, overrides, factory, cores, watch)
+    forms, folded_tables = choose_forms(problems, steps, tables, preset, overrides, factory, cores, watch)
+    if forms:  # the same steps in the same order, the folded convs in their folded form
+        steps = build_chain(problems, network_ops, forms)
+        tables = [folded_tables.get(i, tb) for i, tb in enumerate(tables)]
     prices = Prices(steps, tables, base, [-(-s.live_bytes // cores) for s in steps])
     total, chosen = _run(steps, prices, False, watch)
     greedy, _ = _run(steps, prices, True, watch)

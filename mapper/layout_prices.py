@@ -8,7 +8,9 @@ choice's code; `Prices.detail` turns a chosen code back into the step's time, re
 words of the report.
 
 * A conv: choice ``(layout j, memory m, output o)`` from its `LayerTable`; from an L1 state in
-  another layout, an L1-sharded conv reshards its input first (`tenstorrent.reshard`, NoC).
+  another layout, an L1-sharded conv reshards its input first (`tenstorrent.reshard`, NoC). A
+  folded conv (`mapper.layout_chain.FoldedConv`) is priced from its folded conv's table plus the
+  fold op, from DRAM only (its L1 sources are infinite: the fold runs DRAM to DRAM).
 * A max pool: runs sharded in its input's layout (output kept in L1 or written to DRAM), or
   DRAM-interleaved (input from DRAM; an input kept in L1 spills, as a conv's does).
 * An add: runs sharded in the layout of its chain operand or of the skip (the other operand is
@@ -51,6 +53,7 @@ class Detail:
     reshard_seconds: float
     reshard_bytes: float
     alone_seconds: float
+    fold_seconds: float = 0.0
 
 
 def eltwise_op(op: NetworkOp) -> EltwiseOp:
@@ -126,7 +129,7 @@ class Prices:
                 cost[np.ix_(~l1, sel)] = tb.best[(False, bool(o))][j, m][None, :]
             if l1.any() and (True, bool(o)) in tb.best:  # a sharded conv reshards an input in another layout
                 cost[np.ix_(l1, sel)] = tb.best[(True, bool(o))][j, m][None, :] + np.where(m == 0, rs[:, j], 0.0)
-        return cost, choices
+        return cost + self.steps[i].fold_seconds, choices
 
     def options(self, i: int, E: np.ndarray, K: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(G, Gc, U): the cheapest cost and choice code per (source state, outgoing edge state ``U``).
@@ -221,8 +224,11 @@ class Prices:
             inp = "dram" if src < 0 else ("l1 -> dram" if m == 1 else "l1" if rs_s == 0 else f"l1 from {name}")
             if step.mode == "swap":
                 inp = f"skip {inp}"
+            if step.fold is not None:
+                inp = f"{inp}, folded"
+            fold = step.fold_seconds
             return Detail(tb.layouts[j], MEMORY[m], inp, "l1" if o else "dram", float(cost[0, code]), rs_s, rs_b,
-                          float(tb.best[(False, False)].min()))  # fmt: skip
+                          float(tb.best[(False, False)].min()) + fold, fold)  # fmt: skip
         run, o = divmod(code, 2)
         lay = -1 if RUNS[run] == "dram" else (e if RUNS[run] == "in" else k)
         if step.mode == "close":

@@ -13,7 +13,9 @@ from workload.network_ops import NetworkOp
 RULE = (
     "exact DP over the step chain (convs, the max pool and the residual adds put back between them), the state "
     "being where the chain edge and the block's skip tensor are (DRAM, or L1 in a layout); DRAM where a step's input "
-    "is not its predecessor's output; residual tensors counted as live L1 bytes (mapper.layout_plan)"
+    "is not its predecessor's output; residual tensors counted as live L1 bytes; each strided conv in the form the "
+    "search chooses alone (folded or as given, mapper.layout_forms), a folded conv reading its input from DRAM with "
+    "the fold op in its price (mapper.layout_plan)"
 )
 
 
@@ -24,6 +26,12 @@ class PlannedLayer(BaseModel):
     index: int
     label: str
     kind: str = Field(default="conv", description="conv, maxpool or add")
+    form: str = Field(
+        default="",
+        description="a strided conv the fold is offered for: 'as given' or 'folded' (the folded conv's mapping, "
+        "the fold op in its seconds); empty otherwise",
+    )
+    fold_seconds: float = Field(default=0.0, description="the fold op, included in seconds and alone_seconds")
     layout: str = Field(description="the sharding layout it runs in ('interleaved': DRAM-interleaved eltwise)")
     memory: str
     input: str = Field(description="dram, l1 (same layout) or 'l1 from <layout>' (resharded); the add names its skip")
@@ -49,12 +57,19 @@ class NetworkPlan(BaseModel):
     )
     reshards: int
     reshard_seconds: float
-    spilled_edges: int = Field(description="chain edges (and skip tensors) that go through DRAM in the joint plan")
+    spilled_edges: int = Field(
+        description="chain edges (and skip tensors) that could stay in L1 but go through DRAM in the joint plan "
+        "(the edge into a folded conv always does, and is not counted)"
+    )
     rule: str = Field(description="what the plan models and assumes (see mapper.layout_plan)")
 
     def conv_seconds(self) -> float:
-        """The joint plan's time in the convs alone."""
+        """The joint plan's time in the convs alone (a folded conv's fold op included)."""
         return sum(lay.seconds for lay in self.layers if lay.kind == "conv")
+
+    def folded(self) -> list[str]:
+        """The labels of the convs the plan runs folded."""
+        return [lay.label for lay in self.layers if lay.form == "folded"]
 
 
 def report(
@@ -75,7 +90,7 @@ def report(
             n_reshard += 1
             t_reshard += d.reshard_seconds
         nxt = steps[i + 1] if i + 1 < len(steps) else None
-        if nxt is not None and (nxt.chained or nxt.mode == "swap") and d.output == "dram":
+        if nxt is not None and nxt.in_l1 and d.output == "dram":
             spilled += 1
         point: dict[str, Choice] = {}
         tb = tables[i]
@@ -87,6 +102,8 @@ def report(
                 index=i,
                 label=step.label or f"layer {i}",
                 kind=step.item.kind if isinstance(step.item, NetworkOp) else "conv",
+                form=step.form,
+                fold_seconds=d.fold_seconds,
                 layout=d.layout,
                 memory=d.memory,
                 input=d.input,
