@@ -11,7 +11,8 @@ one run, at the preset's default fidelity policy (HiFi4) and at LoFi:
   the other only when its bound leaves it a chance (`mapper.transforms`, "Bounding the second form").
 
 Per conv: the seconds of each (best of `--repeat` runs, to damp the load of a shared machine), the
-form chosen, which form the bounded search skipped, and a check that both answer the same latency.
+form chosen, which form the bounded search skipped and its bound (microseconds, the folded one with
+its fold op: above the answer, so it could not win), and a check that both answer the same latency.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{args.preset}, ResNet-50 batch {args.batch}, {args.dtype}: strided convs, seconds to tune (fold offered)")
     head = (
         f"{'fidelity':8s} {'layer':22s} {'both s':>7s} {'bounded s':>9s} {'ratio':>6s} {'chosen':8s} "
-        f"{'skipped':8s} {'answer us':>10s} {'same':>5s}"
+        f"{'skipped':8s} {'its bound':>9s} {'answer us':>10s} {'same':>5s}"
     )
     print(head)
     print("-" * len(head))
@@ -67,12 +68,17 @@ def main(argv: list[str] | None = None) -> None:
             tr = bounded.transform
             assert tr is not None
             skipped = "original" if tr.original_latency is None else "folded" if tr.transformed_latency is None else "-"
+            bound = {  # the skipped form's bound (the folded one with its fold op), the reason it was not searched
+                "original": tr.original_bound,
+                "folded": None if tr.transformed_bound is None else tr.transformed_bound + tr.transform_latency,
+            }.get(skipped)
             answer = bounded.best_value()
             same = answer == full.best_value() and bounded.point == full.point
             print(
                 f"{name:8s} {p.label.removeprefix('resnet50/'):22s} {t_full:7.2f} {t_bounded:9.2f} "
                 f"{t_bounded / t_full:6.2f} {'folded' if tr.chosen else 'as given':8s} {skipped:8s} "
-                f"{(answer or 0.0) * 1e6:10.2f} {'yes' if same else 'NO':>5s}"
+                f"{'-' if bound is None else f'{bound * 1e6:.2f}':>9s} {(answer or 0.0) * 1e6:10.2f} "
+                f"{'yes' if same else 'NO':>5s}"
             )
     print("-" * len(head))
     print(
