@@ -1,11 +1,12 @@
 """Rewrites the search may choose instead of the problem as given: the folded stem (issue #13).
 
 On a Tenstorrent target, with latency the only objective, a conv2d the fold applies to
-(`workload.conv_fold.not_foldable`: a stride above 1, dilation 1, one group) is tuned twice: as given,
-and folded into the stride-1 conv tt-metal runs ResNet-50's stem as. The folded answer costs its conv
-plus the fold op (`fold_op_seconds`); the cheaper of the two answers, and the result's `transform`
-field (`mapper.result.TransformChoice`) says which, with both prices. A folded answer is validated
-against the ORIGINAL problem (`executor.folded.validate_folded`).
+(`workload.conv_fold.not_foldable`: a stride above 1, dilation 1, one group) has two forms: as
+given, and folded into the stride-1 conv tt-metal runs ResNet-50's stem as. The folded answer costs
+its conv plus the fold op (`fold_op_seconds`); the cheaper of the two answers, and the result's
+`transform` field (`mapper.result.TransformChoice`) says which, with both prices, or with the
+bound of the form that was not searched because its bound shows it cannot win ("Bounding the second
+form" below). A folded answer is validated against the ORIGINAL problem (`executor.folded.validate_folded`).
 
 Where it is not offered, and why:
 
