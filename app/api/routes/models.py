@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from app.api.deps import ClientDep, SettingsDep, StoreDep, Writer
 from app.api.errors import Unprocessable, UnsupportedMediaType
+from app.api.json_body import check_json_text
 from app.api.routes.tunings import JOB_LINKS, create_tuning
 from app.api.schemas_engine import problem_responses
 from app.jobs.models import Job, TuningRequest
@@ -114,6 +115,10 @@ def _sizes(items: list[str]) -> dict[str, int]:
     return out
 
 
+def ctype_is_json(request: Request) -> bool:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
+
+
 def _kind(request: Request) -> str:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype in ONNX_TYPES:
@@ -143,6 +148,8 @@ async def _parse(request: Request, param: list[str], op: list[str], name: str | 
     sizes = _sizes(param)
     data = await request.body()
     if kind == "layers":
+        if ctype_is_json(request):
+            check_json_text(data)  # NaN/Infinity or a lone surrogate: a 422 saying where
         if sizes or op:
             raise Unprocessable(
                 "param and op go with an ONNX model",

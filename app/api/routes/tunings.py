@@ -20,6 +20,7 @@ from app.api.deps import ClientDep, SettingsDep, StoreDep, Writer
 from app.api.errors import Conflict, NotFound
 from app.api.examples import TUNING_EXAMPLES
 from app.api.fast_reads import etag_matches
+from app.api.json_body import JsonBody
 from app.api.limits import check_client_quota, check_request_limits
 from app.jobs.models import FINISHED, Job, JobPage, JobState, TuningRequest
 from app.jobs.report_html import job_report_html
@@ -58,7 +59,7 @@ JOB_LINKS = {
     status_code=202,
     response_model=Job,
     operation_id="create_tuning",
-    dependencies=[Writer],
+    dependencies=[Writer, JsonBody],
     summary="Start a tuning (or find the job that already answers it)",
     responses={
         200: {"model": Job, "description": "an identical request already has a job: that job", "links": JOB_LINKS},
