@@ -36,6 +36,7 @@ from optuna.exceptions import StorageInternalError
 from pydantic import ValidationError
 from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException
+from starlette.routing import compile_path
 
 from workload.errors import ProblemError
 from workload.spec import FIELD_HINTS
@@ -207,6 +208,18 @@ def _unparsable_body(cause: BaseException | None) -> Problem:
     return BadRequest(detail, field="body", hint=hint)
 
 
+def documented_methods(request: Request) -> str:
+    """The methods the OpenAPI document lists for the request's path ("GET, POST"), "" for an undocumented path.
+
+    Starlette's 405 names the methods of the first route whose path matches, and GET and POST
+    /v1/tunings are two routes: its ``Allow`` would leave one out."""
+    methods: set[str] = set()
+    for template, item in request.app.openapi().get("paths", {}).items():
+        if compile_path(template)[0].match(request.url.path):
+            methods |= {m.upper() for m in item}
+    return ", ".join(sorted(methods))
+
+
 def _http_exception(eh: ExceptionHandler, request: Request, exc: HTTPException) -> Problem:
     """Starlette's and FastAPI's own errors, with details a client can act on."""
     if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
@@ -219,13 +232,13 @@ def _http_exception(eh: ExceptionHandler, request: Request, exc: HTTPException) 
             detail=f"no route {printable(request.url.path)!r}: every route is listed at /docs (and /openapi.json)",
         )
     if exc.status_code == 405 and exc.detail == "Method Not Allowed":
-        allowed = (exc.headers or {}).get("Allow", "")
+        allowed = documented_methods(request) or (exc.headers or {}).get("Allow", "")
         return Problem(
             title="Method not allowed",
             type_="http-method-not-allowed",
             status=405,
             detail=f"{request.method} is not allowed on {printable(request.url.path)!r}; allowed: {allowed}",
-            headers=dict(exc.headers or {}),
+            headers={**(exc.headers or {}), "Allow": allowed},
         )
     return http_exception_handler_(eh, request, exc)
 

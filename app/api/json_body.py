@@ -1,14 +1,14 @@
 """What a JSON request body must be before its fields are looked at: JSON, finite, valid Unicode.
 
-FastAPI parses a body as JSON only when its ``Content-Type`` says so (or says nothing); any other
-type reaches the model as raw bytes, and the client reads "Input should be a valid dictionary"
-about a body that may well be JSON. Python's parser also takes what JSON (RFC 8259) does not
+FastAPI parses a body as JSON only when its ``Content-Type`` says so; any other type, or none,
+reaches the model as raw bytes, and the client reads "Input should be a valid dictionary" about a
+body that may well be JSON. Python's parser also takes what JSON (RFC 8259) does not
 have: the literals ``NaN``, ``Infinity`` and ``-Infinity`` (which then pass as numbers, e.g. an
 infinite clock override), and a ``\\ud800`` escape with no partner (a lone UTF-16 surrogate, a
 string nothing can encode: a database refuses it, a response cannot carry it).
 
 `require_json_body`, a dependency of the routes with a JSON body, answers those with problem
-details before any field is checked: 415 for a body that is not declared as JSON, 422 naming
+details before any field is checked: 415 for a body not declared as JSON (naming the type sent), 422 naming
 where a non-finite number or a lone surrogate sits. A valid body costs two substring searches.
 """
 
@@ -29,10 +29,9 @@ JSON_TYPES = "application/json (or any type ending in +json)"
 
 
 def is_json_type(content_type: str) -> bool:
-    """Whether FastAPI parses a body of this ``Content-Type`` as JSON (an absent type included)."""
+    """Whether FastAPI parses a body of this ``Content-Type`` as JSON (never one without a type: its
+    `strict_content_type`)."""
     media = content_type.split(";", 1)[0].strip().lower()
-    if not media:
-        return True
     main, _, sub = media.partition("/")
     return main == "application" and (sub == "json" or sub.endswith("+json"))
 
@@ -81,7 +80,12 @@ def check_json_text(body: bytes) -> None:
         ) from None
     except ValueError:  # not JSON (or not UTF-8): the route's own parser says where
         return
-    hit = _lone_surrogate(parsed)
+    check_unicode(parsed)
+
+
+def check_unicode(value: Any) -> None:
+    """Raise a 422 problem naming the first string of `value` (parsed JSON or YAML) with a lone surrogate."""
+    hit = _lone_surrogate(value)
     if hit is not None:
         where, text = hit
         shown = text.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")[:80]
@@ -96,13 +100,15 @@ def check_json_text(body: bytes) -> None:
 async def require_json_body(request: Request) -> None:
     """415 unless the body is declared as JSON; 422 for NaN/Infinity or a lone surrogate (module docstring)."""
     content_type = request.headers.get("content-type", "")
-    if not is_json_type(content_type):
+    body = await request.body()  # FastAPI has read the body already: this is its cached copy
+    if not is_json_type(content_type) and (body or content_type):  # no body, no type: "the request has no body"
+        sent = f"as {content_type.split(';', 1)[0].strip()!r}" if content_type else "without a Content-Type"
         raise UnsupportedMediaType(
-            f"the body is sent as {content_type.split(';', 1)[0].strip()!r}; this route reads JSON",
+            f"the body is sent {sent}; this route reads JSON",
             hint=f"send the body as JSON with Content-Type: {JSON_TYPES}",
             accepted=["application/json"],
         )
-    check_json_text(await request.body())  # FastAPI has read the body already: this is its cached copy
+    check_json_text(body)
 
 
 JsonBody = Depends(require_json_body)

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from app.api.deps import ClientDep, SettingsDep, StoreDep, Writer
 from app.api.errors import Unprocessable, UnsupportedMediaType
-from app.api.json_body import check_json_text
+from app.api.json_body import check_json_text, check_unicode
 from app.api.routes.tunings import JOB_LINKS, create_tuning
 from app.api.schemas_engine import problem_responses
 from app.jobs.models import Job, TuningRequest
@@ -156,7 +156,9 @@ async def _parse(request: Request, param: list[str], op: list[str], name: str | 
                 field="param" if sizes else "op",
                 hint="a layer list has fixed sizes",
             )
-        return await run_in_threadpool(load_layers, data, name=name or "layers")
+        model = await run_in_threadpool(load_layers, data, name=name or "layers")
+        check_unicode(model.model_dump(mode="python"))  # a YAML "\ud800" escape decodes to a lone surrogate
+        return model
     return await run_in_threadpool(import_onnx, data, params=sizes, name=name or "", ops=set(op) or None)
 
 

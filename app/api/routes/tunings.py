@@ -51,6 +51,7 @@ JOB_LINKS = {
     "GetTuning": {"operationId": "get_tuning", "parameters": _BY_ID},
     "GetTuningResult": {"operationId": "get_tuning_result", "parameters": _BY_ID},
     "CancelTuning": {"operationId": "cancel_tuning", "parameters": _BY_ID},
+    "GetTuningReport": {"operationId": "get_tuning_report", "parameters": _BY_ID},
 }
 
 
