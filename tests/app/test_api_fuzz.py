@@ -2,8 +2,8 @@
 
 Stateless: for each operation, its documented examples and schema-generated requests (valid and
 invalid); no undocumented 5xx, and every response conforms to the document (status code, content
-type, body, headers). Stateful: sequences along the links schemathesis infers from the document
-(create -> get -> result -> cancel, events, list). The app runs in-process on a fresh embedded
+type, body, headers). Stateful: sequences along the document's links (create -> get, result, report,
+cancel) and those schemathesis infers (events, list). The app runs in-process on a fresh embedded
 database with no worker, so jobs stay queued; `/events` is bounded by pinning `max_seconds` (its
 stream would otherwise wait for the job to end: the e2e test follows it to the end).
 
@@ -175,6 +175,7 @@ def test_stateful_create_get_result_cancel(app: FastAPI) -> None:
         "GET /v1/tunings/{job_id} -> 200",
         "GET /v1/tunings/{job_id}/result -> 409",
         "POST /v1/tunings/{job_id}/cancel -> 202",
+        "GET /v1/tunings/{job_id}/report -> 409",
     ):
         assert reached in steps, f"never reached {reached}"
 
