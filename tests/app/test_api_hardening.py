@@ -220,3 +220,11 @@ def test_statuses_the_service_answers_are_documented(settings: Settings) -> None
         assert statuses == [401, 400, 413, 415, 202, 429], [r.text[:200] for _, _, r in seen]
         for method, path, r in seen:
             assert str(r.status_code) in documented(app, method, path), (method, path, r.status_code)
+
+
+@pytest.mark.parametrize("value", ["NaN", "inf", "-Infinity"])
+def test_a_non_finite_query_number_says_finite(client: TestClient, value: str) -> None:
+    """It read "Input should be less than or equal to 86400" for NaN."""
+    job = client.post("/v1/tunings", json=TUNING).json()["id"]
+    got = problem(client.get(f"/v1/tunings/{job}/events?max_seconds={value}"), 422)
+    assert got["field"] == "query.max_seconds" and "finite" in got["detail"]

@@ -219,7 +219,7 @@ async def create_model_tuning(
     objective: Annotated[list[str], Query(max_length=4, description="objectives (default latency)")] = [],  # noqa: B006
     strategy: Strategy = "auto",
     trials: Annotated[int, Query(ge=1, le=100_000)] = SearchSettings().max_trials,
-    seconds: Annotated[float, Query(gt=0, le=3600)] = SearchSettings().max_seconds,
+    seconds: Annotated[float, Query(gt=0, le=3600, allow_inf_nan=False)] = SearchSettings().max_seconds,
     patience: Annotated[int, Query(ge=0, le=100_000)] = SearchSettings().patience,
     seed: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
     validate: Annotated[bool, Query(description="run the executor on each layer's best mapping")] = True,

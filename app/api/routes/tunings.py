@@ -240,7 +240,9 @@ async def tuning_events(
     job: JobDep,
     store: StoreDep,
     settings: SettingsDep,
-    max_seconds: Annotated[float, Query(gt=0, le=86_400, description="close the stream after this long")] = 3600,
+    max_seconds: Annotated[
+        float, Query(gt=0, le=86_400, allow_inf_nan=False, description="close the stream after this long")
+    ] = 3600,
 ) -> AsyncIterator[ServerSentEvent]:
     """Events `state` (the job), `progress`, `improvement` (a better best) and finally `end` (the final
     job); `timeout` instead when `max_seconds` passes first."""
