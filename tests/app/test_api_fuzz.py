@@ -62,6 +62,9 @@ schema = load_schema()
 schema.config.seed = SEED
 schema.config.phases.update(phases=["examples", "fuzzing", "stateful"])  # no coverage phase: thousands of cases
 schema.config.update(parameters={"query.max_seconds": 0.2})  # /events closes after 0.2 s with `timeout`
+# a shared, loaded machine: a cold first request (e.g. rngd's lower bound of a new conv2d) can pass 10 s
+REQUEST_TIMEOUT = 60
+schema.config.update(request_timeout=REQUEST_TIMEOUT)
 schema.config.checks.update(excluded_check_names=["positive_data_acceptance", "not_a_server_error"])
 schema.config.update(headers={"Authorization": f"Bearer {TOKEN}"})
 
@@ -112,7 +115,7 @@ def test_fuzzing_covers_every_route(app: FastAPI) -> None:
 # problems and targets are nearly all rejected with 422, and then no job exists to follow).
 jobs_schema = load_schema().include(path_regex="^/v1/tunings")
 jobs_schema.config.seed = SEED
-jobs_schema.config.update(parameters={"query.max_seconds": 0.2})
+jobs_schema.config.update(parameters={"query.max_seconds": 0.2}, request_timeout=REQUEST_TIMEOUT)
 jobs_schema.config.checks.update(excluded_check_names=["positive_data_acceptance", "not_a_server_error"])
 jobs_schema.config.update(headers={"Authorization": f"Bearer {TOKEN}"})
 jobs_schema.config.generation.update(modes=[schemathesis.GenerationMode.POSITIVE])  # negatives: stateless above
