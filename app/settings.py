@@ -49,6 +49,17 @@ class Settings(BaseSettings):
         le=64,
         description="executor runs `POST /v1/mappings/validate` may do at once (429 with Retry-After beyond)",
     )
+    validation_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="longest a `POST /v1/mappings/validate` run may take (503 past it; `mapper validate` has no limit)",
+    )
+    max_validation_points: int = Field(
+        default=1 << 31,
+        ge=1,
+        description="iteration points (padding included) one `POST /v1/mappings/validate` run may compute (422 above)",
+    )
     max_active_per_client: int = Field(
         default=200, ge=1, description="queued or running jobs one client (token or address) may have at once"
     )

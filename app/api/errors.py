@@ -25,10 +25,18 @@ from fastapi_problem.error import (
     StatusProblem,
     UnprocessableProblem,
 )
-from fastapi_problem.handler import ExceptionHandler, Handler, add_exception_handler, new_exception_handler
+from fastapi_problem.handler import (
+    ExceptionHandler,
+    Handler,
+    add_exception_handler,
+    http_exception_handler_,
+    new_exception_handler,
+)
 from optuna.exceptions import StorageInternalError
 from pydantic import ValidationError
 from sqlalchemy.exc import InterfaceError, OperationalError
+from starlette.exceptions import HTTPException
+from starlette.routing import compile_path
 
 from workload.errors import ProblemError
 from workload.spec import FIELD_HINTS
@@ -92,6 +100,16 @@ class NotReady(StatusProblem):
     status = 503
 
 
+class BadRequest(StatusProblem):
+    title = "Bad request"
+    status = 400
+
+
+class ValidationTimedOut(StatusProblem):
+    title = "Validation timed out"
+    status = 503
+
+
 #: what a client is told to wait when the database is away (a restart takes seconds)
 RETRY_AFTER_SECONDS = 5
 
@@ -130,6 +148,10 @@ def _where(loc: tuple[Any, ...]) -> str:
 def explain_validation(errors: list[dict[str, Any]]) -> tuple[str, str, str]:
     """(detail, field, hint) for the first of pydantic's errors."""
     first = errors[0] if errors else {"msg": "invalid request", "loc": ()}
+    if first.get("type") == "missing" and tuple(first.get("loc", ())) == ("body",):
+        return "the request has no body", "body", "send a JSON object; /docs has an example for every route"
+    if first.get("type") == "model_attributes_type" and tuple(first.get("loc", ())) == ("body",):
+        return "the body is not a JSON object", "body", "send a JSON object; /docs has an example for every route"
     if first.get("type") == "json_invalid":
         loc = tuple(first.get("loc", ()))
         at = f" at character {loc[-1]}" if loc and isinstance(loc[-1], int) else ""
@@ -162,8 +184,63 @@ def _pydantic(_eh: ExceptionHandler, _request: Request, exc: ValidationError) ->
     return Unprocessable(detail, field=field, hint=hint)
 
 
+def printable(text: str) -> str:
+    """`text` with what UTF-8 cannot carry (lone surrogates) escaped: a problem detail may echo any input."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _problem_error(_eh: ExceptionHandler, _request: Request, exc: ProblemError) -> Problem:
-    return Unprocessable(exc.message, token=exc.token, hint=exc.hint or "see the problem format in the README")
+    hint = printable(exc.hint or "see the problem format in the README")
+    return Unprocessable(printable(exc.message), token=printable(exc.token), hint=hint)
+
+
+def _unparsable_body(cause: BaseException | None) -> Problem:
+    """FastAPI's 400 "There was an error parsing the body", said with its cause and the fix."""
+    if isinstance(cause, RecursionError):
+        detail = "the body nests arrays or objects too deeply to parse"
+        hint = "send the documented shape: no request nests more than a few levels"
+    elif isinstance(cause, UnicodeDecodeError):
+        detail = f"the body is not UTF-8 text (byte {cause.start} cannot start or continue a character)"
+        hint = "send JSON encoded as UTF-8"
+    else:
+        detail = f"the body could not be parsed as JSON ({type(cause).__name__ if cause else 'unknown cause'})"
+        hint = "send a valid JSON document with Content-Type: application/json"
+    return BadRequest(detail, field="body", hint=hint)
+
+
+def documented_methods(request: Request) -> str:
+    """The methods the OpenAPI document lists for the request's path ("GET, POST"), "" for an undocumented path.
+
+    Starlette's 405 names the methods of the first route whose path matches, and GET and POST
+    /v1/tunings are two routes: its ``Allow`` would leave one out."""
+    methods: set[str] = set()
+    for template, item in request.app.openapi().get("paths", {}).items():
+        if compile_path(template)[0].match(request.url.path):
+            methods |= {m.upper() for m in item}
+    return ", ".join(sorted(methods))
+
+
+def _http_exception(eh: ExceptionHandler, request: Request, exc: HTTPException) -> Problem:
+    """Starlette's and FastAPI's own errors, with details a client can act on."""
+    if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+        return _unparsable_body(exc.__cause__)
+    if exc.status_code == 404 and exc.detail == "Not Found":
+        return Problem(
+            title="Not found",
+            type_="http-not-found",
+            status=404,
+            detail=f"no route {printable(request.url.path)!r}: every route is listed at /docs (and /openapi.json)",
+        )
+    if exc.status_code == 405 and exc.detail == "Method Not Allowed":
+        allowed = documented_methods(request) or (exc.headers or {}).get("Allow", "")
+        return Problem(
+            title="Method not allowed",
+            type_="http-method-not-allowed",
+            status=405,
+            detail=f"{request.method} is not allowed on {printable(request.url.path)!r}; allowed: {allowed}",
+            headers={**(exc.headers or {}), "Allow": allowed},
+        )
+    return http_exception_handler_(eh, request, exc)
 
 
 def _storage_outage(_eh: ExceptionHandler, _request: Request, exc: Exception) -> Problem:
@@ -183,6 +260,7 @@ def install(app: FastAPI) -> None:
         unhandled_wrappers={"default": InternalError},
         handlers=handlers,
         request_validation_handler=_request_validation,
+        http_exception_handler=_http_exception,
     )
     add_exception_handler(app, eh)
     for kind in (ProblemError, ValidationError, *STORAGE_OUTAGES):  # answered by the routing layer, never a 500

@@ -3,7 +3,8 @@
 ``mapper tune`` searches in-process, or on a service with ``--server URL`` (``TM_SERVER``) with the
 same output; several ``--target``s make a comparison, one row per target. ``mapper serve`` starts
 the service (API and workers), ``mapper worker`` one more worker; ``status``, ``watch`` and
-``cancel`` follow and stop the service's jobs; ``targets`` and ``workloads`` list what can be tuned.
+``cancel`` follow and stop the service's jobs; ``targets`` and ``workloads`` list what can be tuned;
+``validate FILE`` runs a mapping in the executor here, without the service's limits.
 
 Standard output carries the result (tables, or JSON with ``--json``); job ids, progress bars (on a
 terminal only), failure reasons and baseline verdicts go to standard error.
@@ -25,8 +26,9 @@ The codes are those of ``tune`` and ``watch``; ``status``, ``cancel`` and the li
 Errors a user can fix print one line ``error: ...`` and never a traceback.
 """
 
+from app.cli import validate_cmd  # registers `mapper validate` on the app
 from app.cli.commands import app, main
 from app.cli.common import EXIT_CODES
 from app.cli.inputs import parse_overrides, read_problem_file
 
-__all__ = ["EXIT_CODES", "app", "main", "parse_overrides", "read_problem_file"]
+__all__ = ["EXIT_CODES", "app", "main", "parse_overrides", "read_problem_file", "validate_cmd"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import time
 from typing import Annotated, Any
 
@@ -19,8 +18,9 @@ from app.api.engine_support import (
     resolve_point,
     to_problem,
 )
-from app.api.errors import TooMany, Unprocessable
+from app.api.errors import TooMany, ValidationTimedOut
 from app.api.examples_engine import evaluate_examples, validate_examples
+from app.api.json_body import JsonBody
 from app.api.schemas_engine import (
     BoundOut,
     CostOut,
@@ -32,10 +32,10 @@ from app.api.schemas_engine import (
     finite,
     problem_responses,
 )
+from app.api.validation_run import check_validation_size, run_with_deadline
 from costmodels.ir import Mapping
 from executor.validate import ValidationTooLarge, validate
 from workload.canonical import content_hash
-from workload.problem import Problem
 
 log = logging.getLogger("tensormapper.api")
 
@@ -48,18 +48,26 @@ UNPROCESSABLE = problem_responses(
     }
 )
 
-VALIDATE_RESPONSES = UNPROCESSABLE | problem_responses(
-    {429: "every executor slot is busy with another validation (TM_MAX_VALIDATIONS): retry after Retry-After"}
+VALIDATE_RESPONSES = problem_responses(
+    {
+        422: "a malformed problem or mapping, a mapping of another problem, or a run over the size a request "
+        "may take (TM_MAX_VALIDATION_POINTS, too many sequential reduction steps): the detail says what to do instead",
+        429: "every executor slot is busy with another validation (TM_MAX_VALIDATIONS): retry after Retry-After",
+        503: "the run did not finish within TM_VALIDATION_SECONDS (or the storage is away): the detail says what to do",
+    }
 )
 
 #: Seconds a client is told to wait when every validation slot is busy.
 VALIDATION_RETRY_SECONDS = 2
 
-#: Sequential reduction steps the executor may take for one request (each is one numpy call over the tile).
-MAX_VALIDATION_STEPS = 1 << 16
 
-
-@router.post("/evaluate", response_model=EvaluateResponse, responses=UNPROCESSABLE, summary="Price a point or mapping")
+@router.post(
+    "/evaluate",
+    response_model=EvaluateResponse,
+    responses=UNPROCESSABLE,
+    dependencies=[JsonBody],
+    summary="Price a point or mapping",
+)
 def evaluate(
     req: Annotated[EvaluateRequest, Body(openapi_examples=evaluate_examples())],
     settings: SettingsDep,
@@ -111,14 +119,13 @@ def evaluate(
     )  # fmt: skip
 
 
-def _steps(problem: Problem, mapping: Mapping) -> int:
-    """Sequential reduction steps of the executor: temporal loops of reduced axes outside the instruction tile."""
-    last = len(mapping.levels) - 1
-    red = set(problem.reduction_axes)
-    return math.prod(lp.factor for lvl, lp in mapping.loops() if lvl < last and not lp.spatial and lp.axis in red)
-
-
-@router.post("/validate", response_model=ValidateResponse, responses=VALIDATE_RESPONSES, summary="Run a mapping")
+@router.post(
+    "/validate",
+    response_model=ValidateResponse,
+    responses=VALIDATE_RESPONSES,
+    dependencies=[JsonBody],
+    summary="Run a mapping",
+)
 def validate_mapping(
     req: Annotated[ValidateRequest, Body(openapi_examples=validate_examples())],
     settings: SettingsDep,
@@ -129,16 +136,13 @@ def validate_mapping(
     keeps the mapping's structure (the report says how much was checked); a mapping no proxy can bring
     under the cap is reported with `passed: null` and a note. A mapping of another problem is a 422.
     At most `TM_MAX_VALIDATIONS` runs share the API process at once, so long runs cannot take every
-    request thread; beyond that the answer is a 429 with `Retry-After`."""
+    request thread; beyond that the answer is a 429 with `Retry-After`. A run that would compute more
+    than `TM_MAX_VALIDATION_POINTS` iteration points is refused up front (422), and one still going
+    after `TM_VALIDATION_SECONDS` is answered with a 503; both say how to run it offline instead
+    (`mapper validate FILE`, the same body)."""
     problem = to_problem(req.problem, settings, priced=True)
     require_mapping_of(problem, req.mapping)
-    steps = _steps(problem, req.mapping)
-    if steps > MAX_VALIDATION_STEPS:
-        raise Unprocessable(
-            f"the mapping takes {steps} sequential reduction steps, over the {MAX_VALIDATION_STEPS} a request may run",
-            field="mapping",
-            hint="move reduction loops into the innermost level (the instruction tile) or validate with the mapper CLI",
-        )
+    check_validation_size(problem, req.mapping, settings)
     slots = request.app.state.validation_slots  # TM_MAX_VALIDATIONS executor runs at once (app.main)
     if not slots.acquire(blocking=False):
         raise TooMany(
@@ -148,21 +152,21 @@ def validate_mapping(
             headers={"Retry-After": str(VALIDATION_RETRY_SECONDS)},
         )
     t0 = time.perf_counter()
-    try:
-        report = validate(problem, req.mapping, seed=req.seed)
+    try:  # the thread releases the slot when the run ends, in time or not (app.api.validation_run)
+        report = run_with_deadline(lambda: validate(problem, req.mapping, seed=req.seed), slots, settings)
     except ValidationTooLarge as e:  # not a verdict on the mapping: it could not be checked within the cap
         return ValidateResponse(
             problem_hash=content_hash(problem), passed=None, report=None, note=f"not validated: {e}",
             seconds=time.perf_counter() - t0,
         )  # fmt: skip
+    except ValidationTimedOut:
+        raise
     except Exception as e:  # as the mapper does: the executor's failure is a failed validation, logged
         log.exception("the executor raised on a covering mapping")
         return ValidateResponse(
             problem_hash=content_hash(problem), passed=False, report=None,
             note=f"validation raised {type(e).__name__}: {e}", seconds=time.perf_counter() - t0,
         )  # fmt: skip
-    finally:
-        slots.release()
     return ValidateResponse(
         problem_hash=content_hash(problem),
         passed=bool(report.passed),

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from app.api.deps import ClientDep, SettingsDep, StoreDep, Writer
 from app.api.errors import Unprocessable, UnsupportedMediaType
+from app.api.json_body import check_json_text, check_unicode
 from app.api.routes.tunings import JOB_LINKS, create_tuning
 from app.api.schemas_engine import problem_responses
 from app.jobs.models import Job, TuningRequest
@@ -114,6 +115,10 @@ def _sizes(items: list[str]) -> dict[str, int]:
     return out
 
 
+def ctype_is_json(request: Request) -> bool:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower() == "application/json"
+
+
 def _kind(request: Request) -> str:
     ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if ctype in ONNX_TYPES:
@@ -143,13 +148,17 @@ async def _parse(request: Request, param: list[str], op: list[str], name: str | 
     sizes = _sizes(param)
     data = await request.body()
     if kind == "layers":
+        if ctype_is_json(request):
+            check_json_text(data)  # NaN/Infinity or a lone surrogate: a 422 saying where
         if sizes or op:
             raise Unprocessable(
                 "param and op go with an ONNX model",
                 field="param" if sizes else "op",
                 hint="a layer list has fixed sizes",
             )
-        return await run_in_threadpool(load_layers, data, name=name or "layers")
+        model = await run_in_threadpool(load_layers, data, name=name or "layers")
+        check_unicode(model.model_dump(mode="python"))  # a YAML "\ud800" escape decodes to a lone surrogate
+        return model
     return await run_in_threadpool(import_onnx, data, params=sizes, name=name or "", ops=set(op) or None)
 
 
@@ -210,7 +219,7 @@ async def create_model_tuning(
     objective: Annotated[list[str], Query(max_length=4, description="objectives (default latency)")] = [],  # noqa: B006
     strategy: Strategy = "auto",
     trials: Annotated[int, Query(ge=1, le=100_000)] = SearchSettings().max_trials,
-    seconds: Annotated[float, Query(gt=0, le=3600)] = SearchSettings().max_seconds,
+    seconds: Annotated[float, Query(gt=0, le=3600, allow_inf_nan=False)] = SearchSettings().max_seconds,
     patience: Annotated[int, Query(ge=0, le=100_000)] = SearchSettings().patience,
     seed: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
     validate: Annotated[bool, Query(description="run the executor on each layer's best mapping")] = True,

@@ -17,6 +17,7 @@ from app.api.engine_support import (
     to_problem,
 )
 from app.api.examples_engine import analyze_examples
+from app.api.json_body import JsonBody
 from app.api.schemas_engine import AnalyzeResponse, problem_responses
 from workload.canonical import content_hash
 from workload.spec import Conv2dSpec, EinsumSpec
@@ -26,7 +27,13 @@ router = APIRouter(prefix="/v1/problems", tags=["problems"])
 UNPROCESSABLE = problem_responses({422: "a malformed problem: the detail names the field or token and how to fix it"})
 
 
-@router.post("/analyze", response_model=AnalyzeResponse, responses=UNPROCESSABLE, summary="Analyze a problem")
+@router.post(
+    "/analyze",
+    response_model=AnalyzeResponse,
+    responses=UNPROCESSABLE,
+    dependencies=[JsonBody],
+    summary="Analyze a problem",
+)
 def analyze(
     spec: Annotated[
         EinsumSpec | Conv2dSpec,

@@ -20,6 +20,7 @@ from app.api.deps import ClientDep, SettingsDep, StoreDep, Writer
 from app.api.errors import Conflict, NotFound
 from app.api.examples import TUNING_EXAMPLES
 from app.api.fast_reads import etag_matches
+from app.api.json_body import JsonBody
 from app.api.limits import check_client_quota, check_request_limits
 from app.jobs.models import FINISHED, Job, JobPage, JobState, TuningRequest
 from app.jobs.report_html import job_report_html
@@ -50,6 +51,7 @@ JOB_LINKS = {
     "GetTuning": {"operationId": "get_tuning", "parameters": _BY_ID},
     "GetTuningResult": {"operationId": "get_tuning_result", "parameters": _BY_ID},
     "CancelTuning": {"operationId": "cancel_tuning", "parameters": _BY_ID},
+    "GetTuningReport": {"operationId": "get_tuning_report", "parameters": _BY_ID},
 }
 
 
@@ -58,7 +60,7 @@ JOB_LINKS = {
     status_code=202,
     response_model=Job,
     operation_id="create_tuning",
-    dependencies=[Writer],
+    dependencies=[Writer, JsonBody],
     summary="Start a tuning (or find the job that already answers it)",
     responses={
         200: {"model": Job, "description": "an identical request already has a job: that job", "links": JOB_LINKS},
@@ -238,7 +240,9 @@ async def tuning_events(
     job: JobDep,
     store: StoreDep,
     settings: SettingsDep,
-    max_seconds: Annotated[float, Query(gt=0, le=86_400, description="close the stream after this long")] = 3600,
+    max_seconds: Annotated[
+        float, Query(gt=0, le=86_400, allow_inf_nan=False, description="close the stream after this long")
+    ] = 3600,
 ) -> AsyncIterator[ServerSentEvent]:
     """Events `state` (the job), `progress`, `improvement` (a better best) and finally `end` (the final
     job); `timeout` instead when `max_seconds` passes first."""
