@@ -116,11 +116,11 @@ def tile_bounds(problem: Problem, hw: TrainiumHardware, space: SearchSpace, cons
     - fill (``prologue``): the first stationary and moving blocks, ``>= t_k (t_s s_stat + t_m
       s_mov)`` bytes (blocks of one tile) over the core's DMA rate;
     - DMA: a core fetches every padded tile of its share at least once (``fetch x block``
-      covers it): stationary ``>= P_stat / (c_b c_s)``, moving ``>= P_mov / (c_b c_m)``, output
-      ``P_out / (c_b c_s c_m)`` bytes (``P`` the padded operand bytes), so the chip (every core
-      alike, ``cores >= c_b c_s c_m``) moves ``>= max(c_m P_stat, real) + max(c_s P_mov, real) +
-      P_out``; the larger of the core's bytes over its DMA rate and the chip's over the HBM
-      bandwidth.
+      covers it): ``ceil(B / c_b) ceil(T_s / c_s)`` stationary tiles of ``t_s x T_k t_k``
+      elements, ``ceil(B / c_b) ceil(T_m / c_m)`` moving ones and ``n_out`` output tiles; every
+      core moves as much (`cost.traffic` multiplies a core's bytes by the cores, ``>= c_b c_s
+      c_m``), and an input at least its real bytes; the larger of the core's bytes over its DMA
+      rate and the chip's over the HBM bandwidth.
 
     `cost.accumulation` prices ``prologue + max(max(te, dma - prologue, 0), evict)``, which is at
     least each of ``prologue + te``, ``prologue + evict`` and ``dma``; each term is at least its
@@ -149,16 +149,19 @@ def tile_bounds(problem: Problem, hw: TrainiumHardware, space: SearchSpace, cons
         ek, nk = ek[None, None, :], nk[None, None, :]
         ii = np.maximum(np.minimum(hw.matmul_floor_cycles, es), em) * (hw.fp32_cost_factor if c.fp32 else 1.0)
         fill = ek * (es * c.s_stat + em * c.s_mov) / hw.core_dma_bytes_per_s * f
-        pad_stat = batch * ns * es * nk * ek * c.s_stat
-        pad_mov = batch * nm * em * nk * ek * c.s_mov
-        pad_out = batch * ns * es * nm * em * c.s_out
         best = np.full(np.broadcast_shapes(ns.shape, nm.shape, nk.shape), np.inf)
         for cb, cs, cm in core_splits(cores, batch, int(ns.max()), int(nm.max())):
             n_out = math.ceil(batch / cb) * np.ceil(ns / cs) * np.ceil(nm / cm)
             te = n_out * nk * ii
             evict = n_out * (em + hw.access_overhead_cycles) * ve
-            chip = np.maximum(cm * pad_stat, c.real_stat_bytes) + np.maximum(cs * pad_mov, c.real_mov_bytes) + pad_out
-            core = pad_stat / (cb * cs) + pad_mov / (cb * cm) + pad_out / (cb * cs * cm)
+            per_b = math.ceil(batch / cb)
+            core_stat = per_b * np.ceil(ns / cs) * es * nk * ek * c.s_stat
+            core_mov = per_b * np.ceil(nm / cm) * em * nk * ek * c.s_mov
+            core_out = n_out * es * em * c.s_out
+            used = cb * cs * cm
+            chip = np.maximum(used * core_stat, c.real_stat_bytes) + np.maximum(used * core_mov, c.real_mov_bytes)
+            chip = chip + used * core_out
+            core = core_stat + core_mov + core_out
             dma = np.maximum(core / hw.core_dma_bytes_per_s, chip / hw.hbm_bytes_per_s) * f
             bound = np.maximum(fill + np.maximum(te, evict), dma)
             # a split with more cores on s (or m) than the role has tiles cannot occur for those tiles
