@@ -1,5 +1,10 @@
 """Admissible latency bounds of structures of the Trainium space (issue #12, branch and bound).
 
+Two bounds: `tile_bounds`, a closed form over every (stationary, tile_stat, tile_mov, tile_k)
+choice at once (numpy, no pricing: the structures of best-first search over a space of every
+tile count), and `EngineBound`, read from the priced grid where the whole space is priced (at
+most `subgrid.GRID_LIMIT` points). `TrainiumTarget.structure_bound` takes the larger.
+
 The mapper searches a large space by *structures* (some parameters fixed, `mapper.bounds`) and skips
 a structure whose bound is not below the best latency found. `EngineBound` bounds one by the
 smallest ``fill + max(tensor engine, steady DMA)`` of its points: `cost.traffic`'s ``prologue +

@@ -15,7 +15,12 @@ Scope decisions (documented and tested):
 
 Scoring: the first time a problem is scored, its whole space is priced as one grid
 (costmodels.trainium.scoring, the same formulas as `check`/`cost`) and kept with the space's coder
-for the last few problems (`ProblemMemo`). `score_codes` gathers the three objectives from the
+for the last few problems (`ProblemMemo`), when it has at most `subgrid.GRID_LIMIT` points; a
+larger space (every tile count is offered: up to ~5e10 points) is priced by the sub-grids the
+search asks for (`subgrid.SubgridScorer`, the same grid code on the product of the asked choices).
+Search: the target names its structures (`structural_params`: the stationary input and the three
+tiles) and bounds all of them at once (`structure_bounds`, `bounds.tile_bounds`), which best-first
+branch and bound uses to prove the optimum over the whole space. `score_codes` gathers the three objectives from the
 grid by each point's number in it (costmodels.trainium.scoring); `score_batch` encodes the value
 columns to codes first (`choice_codes.score_values`). Every point of the space is priced, so there
 are no general formulas for other values: a value outside the space is a ``ValueError`` naming
@@ -45,7 +50,7 @@ from costmodels.trainium.mapping import KNOBS, build_mapping, mapping_quantities
 from costmodels.trainium.nest import Roles
 from costmodels.trainium.render import render_mapping
 from costmodels.trainium.scoring import GridScorer, price_grid
-from costmodels.trainium.space import build_space, double_row, problem_consts
+from costmodels.trainium.space import EVERY, build_space, double_row, problem_consts
 from costmodels.trainium.subgrid import GRID_LIMIT, SubgridScorer
 from costmodels.trainium.violations import NC_MATMUL_DTYPES, RULES, violation_messages
 from costmodels.trainium.warm import warm_points
@@ -72,6 +77,8 @@ class TrainiumTarget(FamilyTarget[Prepared]):
     family = "trainium"
     objectives = (*OBJECTIVES, "energy")
     keep = 4  # priced grids kept per target (each <= 24 bytes per point of the space)
+    #: the tiles `build_space` offers: every tile count (rule T1); `space.LADDER` gives the space offered before
+    tiles: str = EVERY
 
     def __init__(self, name: str, hardware: TrainiumHardware) -> None:
         super().__init__(name, hardware)
@@ -84,7 +91,7 @@ class TrainiumTarget(FamilyTarget[Prepared]):
         reasons = tuple(RULES.violations(problem, NC_MATMUL_DTYPES))
         if reasons:
             return Prepared(reasons, UNSUPPORTED, SpaceCoder(UNSUPPORTED), None)
-        space = build_space(problem, self.hardware)
+        space = build_space(problem, self.hardware, tiles=self.tiles)
         consts = self._run_consts(problem)
         if space.size > GRID_LIMIT:  # priced by the sub-grids a search asks for (costmodels.trainium.subgrid)
             return Prepared(reasons, space, SpaceCoder(space), SubgridScorer(problem, self.hardware, space, consts))

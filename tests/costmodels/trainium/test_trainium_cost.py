@@ -8,6 +8,7 @@ import pytest
 from costmodels.protocol import Choice
 from costmodels.registry import get_target
 from costmodels.trainium.nest import roles_of
+from costmodels.trainium.space import LADDER
 from costmodels.trainium.target import TrainiumTarget
 from mapper.search import tune
 from mapper.settings import SearchSettings
@@ -20,8 +21,11 @@ ONE: dict[str, Choice] = {
 
 
 def target(name: str) -> TrainiumTarget:
+    """A target over the ladder space (`space.LADDER`): these checks enumerate whole spaces, and the formulas
+    do not depend on the tiles offered (every tile count: test_trainium_tile_bounds.py)."""
     t = get_target(name)
     assert isinstance(t, TrainiumTarget)
+    t.tiles = LADDER
     return t
 
 
@@ -118,7 +122,8 @@ def test_cores_share_hbm_and_each_core_is_capped_by_its_dma_engines() -> None:
 def test_large_bf16_gemm_prefers_128_128_512_tiles_with_blocking(preset: str) -> None:
     # hardware-facts.md §2.1 Tiling guidance (AWS matrix_multiplication.rst): TILE_M=128, TILE_K=128, TILE_N=512
     p = einsum("mk,kn->mn", {"m": 4096, "k": 4096, "n": 4096}, dtype="bf16", weight=1)
-    t = target(preset)
+    t = get_target(preset)  # every tile count
+    assert isinstance(t, TrainiumTarget)
     found = tune(p, t, SearchSettings(max_seconds=120), validate=False)
     assert found.certificate is not None and found.certificate.unexplored == 0  # proven over every tile count
     assert found.cost is not None
@@ -155,6 +160,8 @@ def test_vector_times_matrix_puts_the_vector_on_moving(preset: str, weight: int)
     # A vector-matrix product is HBM-bound on the real parts, so HBM is overridden out of the way here.
     p = einsum("k,kn->n", {"k": 1024, "n": 1024}, dtype="bf16", weight=weight)
     fast = get_target(preset, {"hbm_bytes_per_s": 1e16, "dma_engine_bytes_per_s": 1e16})
+    assert isinstance(fast, TrainiumTarget)
+    fast.tiles = LADDER
     real = target(preset)
     best: dict[str, dict[str, float]] = {}
     for name, t in (("fast", fast), ("real", real)):
