@@ -28,7 +28,7 @@ import math
 from costmodels.protocol import Param, SearchSpace
 from costmodels.trainium.cost import ProblemConsts
 from costmodels.trainium.hardware import TrainiumHardware
-from costmodels.trainium.nest import Roles, roles_of, shard_cores, shard_roles, split_role
+from costmodels.trainium.nest import Roles, roles_of, shard_cores, shard_roles, split_inner, split_outer, split_role
 from costmodels.trainium.orders import distinct_orders
 from costmodels.trainium.tiles import FLOORS, POINT_BUDGET, POW2, THREE_HALVES, every_tile, ladder, role_limit
 from workload import dtypes
@@ -111,7 +111,7 @@ def pair_shards(shards: tuple[str, ...], hw: TrainiumHardware) -> tuple[str, ...
 
 
 def _chip_classes(
-    problem: Problem, hw: TrainiumHardware, roles: Roles, role: str, caps: tuple[int, ...]
+    problem: Problem, hw: TrainiumHardware, roles: Roles, role: str, caps: tuple[int, ...], shards: tuple[str, ...]
 ) -> tuple[int, ...]:
     """One tile cap per class of caps that split a role over every number of cores alike.
 
@@ -121,10 +121,13 @@ def _chip_classes(
     of thousands of caps).
     """
     sizes = _sizes(problem, roles, role)
-    shares = range(1, hw.cores_per_chip + 1)
+    # the shares `_distinct_cores` asks for: what any shard gives this role of any core count
+    shares = sorted({shard_cores(sh, c).get(role, 1) for c in core_choices(hw) for sh in shards})
     seen: dict[tuple[tuple[int, ...], ...], int] = {}
     for cap in caps:
-        seen.setdefault(tuple(split_role(sizes, cap, n, 1).chip for n in shares), cap)
+        tile = split_inner(sizes, cap)
+        counts = [-(-n // t) for n, t in zip(sizes, tile, strict=True)]
+        seen.setdefault(tuple(split_outer(counts, n) for n in shares), cap)
     return tuple(seen.values())
 
 
@@ -237,7 +240,9 @@ def _space(problem: Problem, hw: TrainiumHardware, kinds: dict[str, str]) -> Sea
         (sh, [(role, _sizes(problem, r, role), int(cap)) for role, cap in zip(shard_roles(sh), combo, strict=True)])
         for sh in shards
         for r in both
-        for combo in itertools.product(*(_chip_classes(problem, hw, r, role, caps[role]) for role in shard_roles(sh)))
+        for combo in itertools.product(
+            *(_chip_classes(problem, hw, r, role, caps[role], shards) for role in shard_roles(sh))
+        )
     ]
     cores = _distinct_cores(hw, cases) if shards else (1,)
     params = (
