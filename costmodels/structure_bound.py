@@ -7,11 +7,17 @@ their cached results and benchmark optima). A family that implements the hook ne
 protocol is structural (`isinstance(target, StructureBounded)` checks for the method). Every family
 implements it: RNGD (`costmodels/rngd/bounds.py`), Trainium (`costmodels/trainium/bounds.py`), Ascend
 (`costmodels/ascend/bounds.py`) and Tenstorrent (`costmodels/tenstorrent/bounds.py`).
+
+`StructureBulkBounded` is a second optional protocol: a target that names its structural
+parameters and bounds every structure of their product in one array (Trainium: the tile choices),
+which best-first search uses instead of one call per structure.
 """
 
 from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
+
+import numpy as np
 
 from costmodels.protocol import Choice
 from workload.problem import Problem
@@ -38,4 +44,28 @@ class StructureBounded(Protocol):
 
     def structure_bound(self, problem: Problem, fixed_choices: dict[str, Choice]) -> float:
         """Seconds no feasible point with these fixed choices can beat."""
+        ...
+
+
+@runtime_checkable
+class StructureBulkBounded(Protocol):
+    """Optional: a target that names its structural parameters and bounds all their structures at once.
+
+    Best-first search (`mapper.strategies.bestfirst`) then splits the space on
+    `structural_params` (instead of `mapper.strategies.encoding.split_params`, which picks the
+    parameters by their sizes) and orders the structures by one array instead of one call per
+    structure, so a space of millions of structures is ordered in one numpy pass.
+
+    Contract: `structural_params` names parameters of `space(problem)`; `structure_bounds(problem,
+    names)` has the shape of the named parameters' choices (C order, the choices in the space's
+    order), and its entry for a combination is admissible as `StructureBounded.structure_bound`
+    of those fixed choices is: no feasible point with them has a lower latency (seconds).
+    """
+
+    def structural_params(self, problem: Problem) -> tuple[str, ...]:
+        """The parameters whose choices make a structure (the rest is each structure's sub-space)."""
+        ...
+
+    def structure_bounds(self, problem: Problem, names: tuple[str, ...]) -> np.ndarray:
+        """Seconds no feasible point beats, for every combination of the `names` choices (C order)."""
         ...

@@ -1,5 +1,10 @@
 """Admissible latency bounds of structures of the Trainium space (issue #12, branch and bound).
 
+Two bounds: `tile_bounds`, a closed form over every (stationary, tile_stat, tile_mov, tile_k)
+choice at once (numpy, no pricing: the structures of best-first search over a space of every
+tile count), and `EngineBound`, read from the priced grid where the whole space is priced (at
+most `subgrid.GRID_LIMIT` points). `TrainiumTarget.structure_bound` takes the larger.
+
 The mapper searches a large space by *structures* (some parameters fixed, `mapper.bounds`) and skips
 a structure whose bound is not below the best latency found. `EngineBound` bounds one by the
 smallest ``fill + max(tensor engine, steady DMA)`` of its points: `cost.traffic`'s ``prologue +
@@ -22,12 +27,20 @@ of random problems.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from costmodels.protocol import Choice, SearchSpace
+from costmodels.trainium.cost import ProblemConsts
+from costmodels.trainium.hardware import TrainiumHardware
+from costmodels.trainium.nest import Roles, roles_of, split_inner
 from costmodels.trainium.scoring import LAYOUT
+from workload.problem import Problem
+
+ProblemConsts_of = Callable[[Roles], ProblemConsts]
 
 
 @dataclass(frozen=True)
@@ -59,3 +72,105 @@ class EngineBound:
                 code = choices[name].index(fixed[name])
                 index.append(slice(code, code + 1))
         return float(self.floor[tuple(index)].min()) / self.clock_hz
+
+
+#: the parameters `tile_bounds` bounds every combination of, in its axis order
+TILE_PARAMS: tuple[str, ...] = ("stationary", "tile_stat", "tile_mov", "tile_k")
+
+
+def role_tiles(sizes: list[int], caps: tuple[Choice, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(elements per instruction tile, tile count) of a role for each tile cap (`nest.split_inner`, rule T1)."""
+    elems, counts = [], []
+    for cap in caps:
+        tile = split_inner(sizes, int(cap))
+        elems.append(math.prod(tile))
+        counts.append(math.prod(-(-s // t) for s, t in zip(sizes, tile, strict=True)))
+    return np.asarray(elems, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+
+
+def core_splits(cores: int, batch: int, most_s: int, most_m: int) -> list[tuple[int, int, int]]:
+    """Every ``(c_b, c_s, c_m)`` with product at most `cores`, each at most its role's most tiles."""
+    return [
+        (cb, cs, cm)
+        for cb in range(1, min(cores, batch) + 1)
+        for cs in range(1, min(cores // cb, most_s) + 1)
+        for cm in range(1, min(cores // (cb * cs), most_m) + 1)
+    ]
+
+
+def tile_bounds(problem: Problem, hw: TrainiumHardware, space: SearchSpace, consts: ProblemConsts_of) -> np.ndarray:
+    """Cycles no feasible point with a given (stationary, tile_stat, tile_mov, tile_k) choice beats, all at once.
+
+    Shape: the choices of `TILE_PARAMS` in the space's order (C order). A structure fixes those
+    four; its points differ in blocks, loop order, accumulator, cores and shard. Closed form from
+    `cost.traffic` / `cost.accumulation` (the instruction cost is nki-nc_matmul.txt, "Estimated
+    instruction cost"; the DMA and schedule hardware-facts.md §2.2 steps 5-6), with ``T_r`` the
+    tile count of role r (`role_tiles`), ``t_r`` its tile elements, ``B`` the batch points and
+    ``C`` the most cores offered:
+
+    - cores: a feasible point splits the cores as ``chip_b chip_s chip_m <= C`` (``chip_k = 1``,
+      ``k-sharding``; a chip factor is at most the role's tile count, `nest.split_outer`); the bound
+      is the least over every such split ``(c_b, c_s, c_m)`` (`core_splits`) of the terms below;
+    - tensor engine: per core ``n_inst = n_out x bk x hk`` with ``n_out = bs hs bm hm bb hb``.
+      Per axis, ``sbuf x hbm >= ceil(count / chip)`` (`nest.split_role`), so a role's per-core
+      tiles are ``>= ceil(T_r / c_r)`` (an integer above the ratio: ``B`` for the batch points):
+      ``n_out >= ceil(B / c_b) ceil(T_s / c_s) ceil(T_m / c_m)`` and ``n_inst >= T_k n_out``; times
+      the instruction cost ``max(min(64, t_s), t_m)`` (x4 fp32) fixed by the tiles: ``te``;
+    - eviction: ``>= n_out (t_m + 60)`` vector cycles (a copy per output tile; the SBUF
+      accumulator adds more), in tensor-engine cycles;
+    - fill (``prologue``): the first stationary and moving blocks, ``>= t_k (t_s s_stat + t_m
+      s_mov)`` bytes (blocks of one tile) over the core's DMA rate;
+    - DMA: a core fetches every padded tile of its share at least once (``fetch x block``
+      covers it): ``ceil(B / c_b) ceil(T_s / c_s)`` stationary tiles of ``t_s x T_k t_k``
+      elements, ``ceil(B / c_b) ceil(T_m / c_m)`` moving ones and ``n_out`` output tiles; every
+      core moves as much (`cost.traffic` multiplies a core's bytes by the cores, ``>= c_b c_s
+      c_m``), and an input at least its real bytes; the larger of the core's bytes over its DMA
+      rate and the chip's over the HBM bandwidth.
+
+    `cost.accumulation` prices ``prologue + max(max(te, dma - prologue, 0), evict)``, which is at
+    least each of ``prologue + te``, ``prologue + evict`` and ``dma``; each term is at least its
+    bound above, so the bound ``max(fill + max(te, evict), dma)`` is admissible (up to float
+    rounding: `mapper.bounds.RTOL`). Tight where the tensor engine binds (the per-core count
+    divides evenly and the first blocks are single tiles) or the HBM does (an operand duplicated
+    over the cores that split the other one shows).
+    `tests/costmodels/trainium/test_trainium_tile_bounds.py` checks it against every point of
+    random structures of small problems.
+    """
+    ch = {p.name: p.choices for p in space.params}
+    cores = max(int(c) for c in ch["cores"])
+    f = hw.te_clock_hz
+    ve = hw.te_clock_hz / hw.ve_clock_hz
+    out = []
+    for st in ch["stationary"]:
+        roles = roles_of(problem, str(st))
+        c = consts(roles)
+        sizes = {r: [problem.axes[a] for a in roles.axes[r]] for r in "bsmk"}
+        batch = math.prod(sizes["b"])
+        es, ns = role_tiles(sizes["s"], ch["tile_stat"])
+        em, nm = role_tiles(sizes["m"], ch["tile_mov"])
+        ek, nk = role_tiles(sizes["k"], ch["tile_k"])
+        es, ns = es[:, None, None], ns[:, None, None]
+        em, nm = em[None, :, None], nm[None, :, None]
+        ek, nk = ek[None, None, :], nk[None, None, :]
+        ii = np.maximum(np.minimum(hw.matmul_floor_cycles, es), em) * (hw.fp32_cost_factor if c.fp32 else 1.0)
+        fill = ek * (es * c.s_stat + em * c.s_mov) / hw.core_dma_bytes_per_s * f
+        best = np.full(np.broadcast_shapes(ns.shape, nm.shape, nk.shape), np.inf)
+        for cb, cs, cm in core_splits(cores, batch, int(ns.max()), int(nm.max())):
+            n_out = math.ceil(batch / cb) * np.ceil(ns / cs) * np.ceil(nm / cm)
+            te = n_out * nk * ii
+            evict = n_out * (em + hw.access_overhead_cycles) * ve
+            per_b = math.ceil(batch / cb)
+            core_stat = per_b * np.ceil(ns / cs) * es * nk * ek * c.s_stat
+            core_mov = per_b * np.ceil(nm / cm) * em * nk * ek * c.s_mov
+            core_out = n_out * es * em * c.s_out
+            used = cb * cs * cm
+            chip = np.maximum(used * core_stat, c.real_stat_bytes) + np.maximum(used * core_mov, c.real_mov_bytes)
+            chip = chip + used * core_out
+            core = core_stat + core_mov + core_out
+            dma = np.maximum(core / hw.core_dma_bytes_per_s, chip / hw.hbm_bytes_per_s) * f
+            bound = np.maximum(fill + np.maximum(te, evict), dma)
+            # a split with more cores on s (or m) than the role has tiles cannot occur for those tiles
+            bound = np.where((ns >= cs) & (nm >= cm), bound, np.inf)
+            np.minimum(best, bound, out=best)
+        out.append(best)
+    return np.stack(out)

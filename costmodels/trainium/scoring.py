@@ -250,7 +250,7 @@ def price_grid(
     while n_deep < len(inner) and math.prod(inner[n_deep:]) > SLAB:
         n_deep += 1
     eff = effect_tables(tuple(str(o) for o in ch["order"]))
-    one_core = ch["cores"].index(1)
+    one_core = ch["cores"].index(1) if 1 in ch["cores"] else -1  # a sub-space may leave one core out
     psums = [np.asarray(a == "psum") for a in ch["acc"]]
     every_acc = slice(None)
     for si, st in enumerate(ch["stationary"]):

@@ -28,7 +28,7 @@ import math
 from costmodels.protocol import Param, SearchSpace
 from costmodels.trainium.cost import ProblemConsts
 from costmodels.trainium.hardware import TrainiumHardware
-from costmodels.trainium.nest import Roles, roles_of, shard_cores, shard_roles, split_role
+from costmodels.trainium.nest import Roles, roles_of, shard_cores, shard_roles, split_inner, split_outer, split_role
 from costmodels.trainium.orders import distinct_orders
 from costmodels.trainium.tiles import FLOORS, POINT_BUDGET, POW2, THREE_HALVES, every_tile, ladder, role_limit
 from workload import dtypes
@@ -110,6 +110,27 @@ def pair_shards(shards: tuple[str, ...], hw: TrainiumHardware) -> tuple[str, ...
     return tuple(f"{x}{d}{y}" for x, y in itertools.combinations(shards, 2) for d in divs)
 
 
+def _chip_classes(
+    problem: Problem, hw: TrainiumHardware, roles: Roles, role: str, caps: tuple[int, ...], shards: tuple[str, ...]
+) -> tuple[int, ...]:
+    """One tile cap per class of caps that split a role over every number of cores alike.
+
+    `_distinct_cores` keys a case by the chip factors of its roles only, so two caps with the same
+    chip factors for every core share give the same keys: keeping one of them keeps the same core
+    counts (an exact shortcut: every tile count offered would make the pair shards' cases a product
+    of thousands of caps).
+    """
+    sizes = _sizes(problem, roles, role)
+    # the shares `_distinct_cores` asks for: what any shard gives this role of any core count
+    shares = sorted({shard_cores(sh, c).get(role, 1) for c in core_choices(hw) for sh in shards})
+    seen: dict[tuple[tuple[int, ...], ...], int] = {}
+    for cap in caps:
+        tile = split_inner(sizes, cap)
+        counts = [-(-n // t) for n, t in zip(sizes, tile, strict=True)]
+        seen.setdefault(tuple(split_outer(counts, n) for n in shares), cap)
+    return tuple(seen.values())
+
+
 def _distinct_cores(hw: TrainiumHardware, cases: list[tuple[str, list[tuple[str, list[int], int]]]]) -> tuple[int, ...]:
     """Core counts whose split of some case differs from every smaller kept one.
 
@@ -146,14 +167,20 @@ def tile_caps(problem: Problem, hw: TrainiumHardware, role: str, kind: str) -> t
     return every_tile(limit) if kind == EVERY else ladder(limit, FLOORS[role], kind)
 
 
-def build_space(problem: Problem, hw: TrainiumHardware, *, tiles: str | dict[str, str] = "auto") -> SearchSpace:
+#: ``tiles`` of `build_space` for the ladder space offered before every tile count was (issue #12)
+LADDER = "ladder"
+
+
+def build_space(problem: Problem, hw: TrainiumHardware, *, tiles: str | dict[str, str] = EVERY) -> SearchSpace:
     """The mapping choices of a supported binary problem, without choices that repeat a mapping.
 
-    Tiles (`costmodels.trainium.tiles`): rule T1 offers balanced tiles only; with ``tiles="auto"``
-    (the default) each role (moving, stationary, contraction, in that order) takes the ``3 * 2^a``
-    ladder (`tiles.THREE_HALVES`) while the space stays within `tiles.POINT_BUDGET` points, else
-    the powers of two (`tiles.POW2`, the space before issue #12's tiles); a dict names a ladder
-    (or ``EVERY``) per role ``s``/``m``/``k``.
+    Tiles (`costmodels.trainium.tiles`): rule T1 offers balanced tiles only, one per tile count, and
+    by default (``tiles=EVERY``) every count of every role: the space is the legal space after
+    the proved rules and the merges below, except the block caps (`BLOCK_CAPS`, see
+    `costmodels.trainium.tiles`). ``tiles=LADDER`` gives the space offered before: per role
+    (moving, stationary, contraction, in that order) the ``3 * 2^a`` ladder (`tiles.THREE_HALVES`)
+    while the space stays within `tiles.POINT_BUDGET` points, else the powers of two
+    (`tiles.POW2`); a dict names a ladder (or ``EVERY``) per role ``s``/``m``/``k``.
 
     Dropped: tile and block caps that give the same split as a kept one; loop orders that differ
     only in where a role with a single block goes; shard roles with a single tile (nothing to
@@ -162,11 +189,11 @@ def build_space(problem: Problem, hw: TrainiumHardware, *, tiles: str | dict[str
     Sizes (bf16, batch 1; `tests/costmodels/trainium/test_trainium_tiles.py` recomputes them): every
     tile size with no rule is the product of every choice (2 stationary x 128 x 512 x 128 tiles x
     5^3 block caps x 6 orders x 2 accumulators x cores x shards: 3 roles, plus the 6 pairs on trn2);
-    after rule T1 and the merges above it is `build_space` with every tile (one per count); offered
-    is the default ``tiles="auto"`` and before is the powers of two alone (``tiles="pow2"``):
+    offered (the default) is after rule T1 and the merges above; the ladder is ``tiles=LADDER``
+    (the space offered before, proven over by enumeration) and pow2 the powers of two alone:
 
     ==============================  ===================  ================  =========  =========
-    problem, preset                 every tile, no rule  after T1, merges  offered    before
+    problem, preset                 every tile, no rule  offered (T1)      ladder     pow2
     ==============================  ===================  ================  =========  =========
     4096^3 GEMM, trn1               150,994,944,000      13,271,040,000    1,260,000  432,000
     4096^3 GEMM, trn2               905,969,664,000      53,084,160,000    1,728,000  1,728,000
@@ -174,11 +201,12 @@ def build_space(problem: Problem, hw: TrainiumHardware, *, tiles: str | dict[str
     ResNet-50 layer1.0.conv2, trn2  905,969,664,000      435,456,000       1,728,000  1,728,000
     ==============================  ===================  ================  =========  =========
 
-    Offered and before stay within the mapper's 2,000,000-point enumeration, so ``auto`` proves
-    its optimum over them (on trn2 both problems widen nothing: one wider ladder would pass the
-    budget); the space after T1 is not searched (see `costmodels.trainium.tiles`).
+    The offered space is past the mapper's 2,000,000-point enumeration for most problems: ``auto``
+    then runs best-first branch and bound with the tile choices as structures
+    (`TrainiumTarget.structural_params`) and every structure's admissible bound computed at once
+    (`costmodels.trainium.bounds.tile_bounds`), which proves the optimum over the offered space.
     """
-    if tiles == "auto":
+    if tiles == LADDER:
         kinds = {"s": POW2, "m": POW2, "k": POW2}
         space = _space(problem, hw, kinds)
         for role in ("m", "s", "k"):
@@ -212,7 +240,9 @@ def _space(problem: Problem, hw: TrainiumHardware, kinds: dict[str, str]) -> Sea
         (sh, [(role, _sizes(problem, r, role), int(cap)) for role, cap in zip(shard_roles(sh), combo, strict=True)])
         for sh in shards
         for r in both
-        for combo in itertools.product(*(caps[role] for role in shard_roles(sh)))
+        for combo in itertools.product(
+            *(_chip_classes(problem, hw, r, role, caps[role], shards) for role in shard_roles(sh))
+        )
     ]
     cores = _distinct_cores(hw, cases) if shards else (1,)
     params = (

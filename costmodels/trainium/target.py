@@ -15,7 +15,12 @@ Scope decisions (documented and tested):
 
 Scoring: the first time a problem is scored, its whole space is priced as one grid
 (costmodels.trainium.scoring, the same formulas as `check`/`cost`) and kept with the space's coder
-for the last few problems (`ProblemMemo`). `score_codes` gathers the three objectives from the
+for the last few problems (`ProblemMemo`), when it has at most `subgrid.GRID_LIMIT` points; a
+larger space (every tile count is offered: up to ~5e10 points) is priced by the sub-grids the
+search asks for (`subgrid.SubgridScorer`, the same grid code on the product of the asked choices).
+Search: the target names its structures (`structural_params`: the stationary input and the three
+tiles) and bounds all of them at once (`structure_bounds`, `bounds.tile_bounds`), which best-first
+branch and bound uses to prove the optimum over the whole space. `score_codes` gathers the three objectives from the
 grid by each point's number in it (costmodels.trainium.scoring); `score_batch` encodes the value
 columns to codes first (`choice_codes.score_values`). Every point of the space is priced, so there
 are no general formulas for other values: a value outside the space is a ``ValueError`` naming
@@ -24,6 +29,7 @@ its parameter.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +42,7 @@ from costmodels.ir import Mapping, coverage_errors, flat_mapping
 from costmodels.presets import load_preset
 from costmodels.problem_memo import ProblemMemo
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Param, SearchSpace, Violation
-from costmodels.trainium.bounds import EngineBound
+from costmodels.trainium.bounds import TILE_PARAMS, EngineBound, tile_bounds
 from costmodels.trainium.cost import Evaluation, ProblemConsts, Quantities, evaluate, lower_bound_cycles
 from costmodels.trainium.energy import operand_bytes, stall_stack
 from costmodels.trainium.hardware import ENERGY_LEVELS, TrainiumHardware
@@ -44,7 +50,8 @@ from costmodels.trainium.mapping import KNOBS, build_mapping, mapping_quantities
 from costmodels.trainium.nest import Roles
 from costmodels.trainium.render import render_mapping
 from costmodels.trainium.scoring import GridScorer, price_grid
-from costmodels.trainium.space import build_space, double_row, problem_consts
+from costmodels.trainium.space import EVERY, build_space, double_row, problem_consts
+from costmodels.trainium.subgrid import GRID_LIMIT, SubgridScorer
 from costmodels.trainium.violations import NC_MATMUL_DTYPES, RULES, violation_messages
 from costmodels.trainium.warm import warm_points
 from workload import dtypes
@@ -60,7 +67,7 @@ class Prepared:
     reasons: tuple[Violation, ...]
     space: SearchSpace
     coder: SpaceCoder
-    scorer: GridScorer | None  # None: the problem cannot run here (every point infeasible)
+    scorer: GridScorer | SubgridScorer | None  # None: the problem cannot run here (every point infeasible)
     floor: np.ndarray | None = None  # the priced grid's ``fill + max(te, dma)`` cycles (trainium/bounds.py)
 
 
@@ -70,22 +77,29 @@ class TrainiumTarget(FamilyTarget[Prepared]):
     family = "trainium"
     objectives = (*OBJECTIVES, "energy")
     keep = 4  # priced grids kept per target (each <= 24 bytes per point of the space)
+    #: the tiles `build_space` offers: every tile count (rule T1); `space.LADDER` gives the space offered before
+    tiles: str = EVERY
 
     def __init__(self, name: str, hardware: TrainiumHardware) -> None:
         super().__init__(name, hardware)
         self.hardware: TrainiumHardware = hardware
         self._bounds: ProblemMemo[EngineBound | None] = ProblemMemo(self._engine_bound, size=self.keep)
+        self._tile_bounds: ProblemMemo[np.ndarray | None] = ProblemMemo(self._tile_bound_cycles, size=self.keep)
 
     def _prepare(self, problem: Problem) -> Prepared:
         """The space and its coder and (when the problem runs here) the whole space priced."""
         reasons = tuple(RULES.violations(problem, NC_MATMUL_DTYPES))
         if reasons:
             return Prepared(reasons, UNSUPPORTED, SpaceCoder(UNSUPPORTED), None)
-        space = build_space(problem, self.hardware)
-        grid = price_grid(
-            problem, self.hardware, space, lambda r: problem_consts(problem, self.hardware, r, supported=True)
-        )
+        space = build_space(problem, self.hardware, tiles=self.tiles)
+        consts = self._run_consts(problem)
+        if space.size > GRID_LIMIT:  # priced by the sub-grids a search asks for (costmodels.trainium.subgrid)
+            return Prepared(reasons, space, SpaceCoder(space), SubgridScorer(problem, self.hardware, space, consts))
+        grid = price_grid(problem, self.hardware, space, consts)
         return Prepared(reasons, space, SpaceCoder(space), GridScorer(grid), grid.floor)
+
+    def _run_consts(self, problem: Problem) -> Callable[[Roles], ProblemConsts]:
+        return lambda r: problem_consts(problem, self.hardware, r, supported=True)
 
     def _score_codes(self, problem: Problem, prep: Prepared, codes: dict[str, np.ndarray]) -> BatchScore:
         """Points by choice index, gathered from the problem's priced grid (`trainium.scoring`)."""
@@ -98,10 +112,66 @@ class TrainiumTarget(FamilyTarget[Prepared]):
             return None
         return EngineBound(space=prep.space, floor=prep.floor, clock_hz=self.hardware.te_clock_hz)
 
+    def _tile_bound_cycles(self, problem: Problem) -> np.ndarray | None:
+        prep = self.prepared(problem)
+        if prep.reasons:
+            return None
+        return tile_bounds(problem, self.hardware, prep.space, self._run_consts(problem))
+
+    def structural_params(self, problem: Problem) -> tuple[str, ...]:
+        """The structures of best-first search: the stationary input and the three tiles (`StructureBulkBounded`)."""
+        return TILE_PARAMS
+
+    def structure_bounds(self, problem: Problem, names: tuple[str, ...]) -> np.ndarray:
+        """Seconds no feasible point beats, for every combination of the `names` choices (C order; `tile_bounds`).
+
+        Parameters outside `TILE_PARAMS` are not used by the bound: it is the same along them.
+
+        Raises:
+            ValueError: a name that is not a parameter of the problem's space.
+        """
+        space = self.space(problem)
+        choices = {p.name: p.choices for p in space.params}
+        unknown = [n for n in names if n not in choices]
+        if unknown:
+            raise ValueError(f"no parameter {unknown[0]!r} in this space: its parameters are {sorted(choices)}")
+        shape = tuple(len(choices[n]) for n in names)
+        cycles = self._tile_bounds.get(problem)
+        if cycles is None:
+            return np.zeros(shape)
+        drop = tuple(i for i, n in enumerate(TILE_PARAMS) if n not in names)
+        kept = [n for n in TILE_PARAMS if n in names]
+        reduced = cycles.min(axis=drop) if drop else cycles
+        # kept axes in the order of `names`, size 1 along the other names, then broadcast
+        moved = np.transpose(reduced, [kept.index(n) for n in names if n in kept])
+        view = moved.reshape(tuple(len(choices[n]) if n in kept else 1 for n in names))
+        return np.broadcast_to(view, shape) / self.hardware.te_clock_hz
+
     def structure_bound(self, problem: Problem, fixed_choices: dict[str, Choice]) -> float:
-        """Seconds no feasible point with these fixed choices can beat (trainium/bounds.py; `StructureBounded`)."""
-        bound = self._bounds.get(problem)
-        return 0.0 if bound is None else bound(fixed_choices)
+        """Seconds no feasible point with these fixed choices can beat (trainium/bounds.py; `StructureBounded`).
+
+        The larger of `tile_bounds` (the fixed tiles' closed form) and, where the whole space is
+        priced, `EngineBound` (read from the grid): both are admissible.
+        """
+        cycles = self._tile_bounds.get(problem)
+        if cycles is None:
+            return 0.0
+        choices = {p.name: p.choices for p in self.space(problem).params}
+        unknown = sorted(set(fixed_choices) - set(choices))
+        if unknown:
+            raise ValueError(f"no parameter {unknown[0]!r} in this space: its parameters are {sorted(choices)}")
+        index: list[int | slice] = []
+        for name in TILE_PARAMS:
+            value = fixed_choices.get(name)
+            if value is None:
+                index.append(slice(None))
+            elif value in choices[name]:
+                index.append(choices[name].index(value))
+            else:
+                raise ValueError(f"{name}={value!r} is not a choice of this space: {choices[name]}")
+        closed = float(np.min(cycles[tuple(index)])) / self.hardware.te_clock_hz
+        grid = self._bounds.get(problem)
+        return closed if grid is None else max(closed, grid(fixed_choices))
 
     def _consts(self, problem: Problem, roles: Roles) -> ProblemConsts:
         return problem_consts(problem, self.hardware, roles, supported=not self.supports(problem))

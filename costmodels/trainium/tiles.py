@@ -1,4 +1,4 @@
-"""Instruction tile sizes of the Trainium space: the legal ones, the rule that leaves most out, the ladder offered.
+"""Instruction tile sizes of the Trainium space: the legal ones, the rule that leaves most out, the ladders of before.
 
 Legal tiles (nki-nc_matmul.txt, "Parameters" layouts; hardware-facts.md §2.1, "nc_matmul tile
 limits"): stationary free <= 128 (``pe_cols``), moving free <= 512 (``moving_free_max``),
@@ -32,14 +32,21 @@ checks the rule on priced mappings: every unbalanced tile of random points of sm
 costs at least as much as the kept balanced one, and is infeasible whenever the kept one is.
 
 After T1 the tiles of an axis are one per count, up to ``limit`` of them (e.g. 96 stationary,
-about 120 moving and 96 contraction tiles for a 4096^3 GEMM): the product is far past what the
-priced grid (`scoring.price_grid`, 32 bytes per point) and the mapper's exhaustive enumeration can
-hold. The space therefore offers the caps of a ladder, `LADDERS`: powers of two from the limit
-down to a floor (32 stationary and contraction, 64 moving); `THREE_HALVES` adds the caps
-``3 * 2^a`` between them (96, 192, 384), a role's wider ladder taken only while the space stays
-within `POINT_BUDGET` (``space.build_space(tiles="auto")``, the default). Counts the ladder
-does not reach are left out by that restriction, not by a proof: "optimal" means optimal over the
-offered space.
+about 120 moving and 96 contraction tiles for a 4096^3 GEMM), and the space offers every one of
+them (``space.build_space``, default ``tiles=EVERY``): up to ~5e10 points, far past what the priced
+grid (`scoring.price_grid`, 32 bytes per point) and the mapper's exhaustive enumeration can hold.
+Such a space is scored by the sub-grids a search asks for (`costmodels.trainium.subgrid`) and
+searched by best-first branch and bound with the (stationary, tile) choices as structures and
+every structure's admissible bound computed at once (`bounds.tile_bounds`), so "proven optimal"
+is over every tile count. The ladders (`LADDERS`: powers of two from the limit down to a floor,
+32 stationary and contraction, 64 moving; `THREE_HALVES` adds the caps ``3 * 2^a`` between them,
+a role's wider ladder taken only while the space stays within `POINT_BUDGET`) are the space
+offered before (``build_space(tiles=LADDER)``), kept to compare with.
+
+The restriction that remains is on SBUF blocks: ``block_stat`` / ``block_mov`` / ``block_k`` are
+caps from (1, 2, 4, 8, 16) (`space.BLOCK_CAPS`), not every block of instruction tiles that SBUF
+holds; no rule like T1 is proved for them, so a mapping with, e.g., 3 or 32 tiles per block is
+legal but not offered, and "optimal" is over the offered block caps.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ from __future__ import annotations
 from costmodels.trainium.hardware import TrainiumHardware
 
 #: the mapper's default exhaustive enumeration limit (mapper/settings.py ``enumerate_limit``): the
-#: ladder of a role is widened only while the space stays within it, so auto proves its optimum
+#: ladder of a role is widened only while the ladder space stays within it
 POINT_BUDGET = 2_000_000
 #: smallest cap of each role's ladder (stationary free, moving free, contraction)
 FLOORS = {"s": 32, "m": 64, "k": 32}

@@ -42,11 +42,12 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from costmodels.protocol import Choice, SearchSpace, Target
+from costmodels.protocol import Choice, Param, SearchSpace, Target
+from costmodels.structure_bound import StructureBulkBounded
 from mapper.bounds import RTOL, FrontBounds, StructureBounds, space_text
 from mapper.planning import DEFAULT_INNER
 from mapper.result import Certificate, TrialCounts, ViolationCount
@@ -81,6 +82,52 @@ def structure_order(
     return out, len(keys)
 
 
+def bulk_params(problem: Problem, target: Target, space: SearchSpace) -> tuple[str, ...] | None:
+    """The target's structural parameters when it bounds all their structures at once, else None.
+
+    None also when the names are not a proper, non-empty subset of the space's parameters (a space
+    of one parameter, or a problem the target cannot run): the per-structure path then splits it.
+    """
+    if not isinstance(target, StructureBulkBounded) or target.supports(problem):
+        return None
+    names = tuple(target.structural_params(problem))
+    have = {p.name for p in space.params}
+    if not names or not set(names) < have:
+        return None
+    return names
+
+
+def ascending(values: np.ndarray, first: int = 1 << 12) -> Iterator[int]:
+    """Indices of `values` by ascending value, ties by index: ``np.argsort(values, kind="stable")``, lazily.
+
+    Sorted a chunk at a time (the `first` lowest values, then four times more each round, every
+    value equal to a chunk's largest taken with it), so a search that stops early sorts little of
+    a long array; the order is the full stable sort's.
+    """
+    low, size = -np.inf, max(1, first)
+    while True:
+        left = np.flatnonzero(values > low)
+        if left.size == 0:
+            return
+        if left.size > size:
+            high = np.partition(values[left], size - 1)[size - 1]
+            left = left[values[left] <= high]
+        else:
+            high = np.inf
+        yield from left[np.argsort(values[left], kind="stable")].tolist()
+        if high == np.inf:
+            return
+        low, size = high, size * 4
+
+
+def bulk_visits(flat: np.ndarray, structural: tuple[Param, ...]) -> Iterator[tuple[tuple[Choice, ...], float]]:
+    """(structure's choices, its bound) in ascending bound order, ties by the structures' C-order numbering."""
+    shape = tuple(len(p.choices) for p in structural)
+    for i in ascending(flat):
+        codes = np.unravel_index(i, shape)
+        yield tuple(p.choices[int(c)] for p, c in zip(structural, codes, strict=True)), float(flat[i])
+
+
 class BestFirst(Strategy):
     """Best-first branch and bound over the structures of the space (see the module docstring).
 
@@ -108,10 +155,15 @@ class BestFirst(Strategy):
         inner_points = self.inner_points
         if inner_points is None:
             inner_points = settings.inner_points if settings.inner_points is not None else DEFAULT_INNER
-        structural, inner = split_params(space, inner_points)
-        names = tuple(p.name for p in structural)
         # the visit order: latency bounds when latency is asked (the only objective with per-structure bounds)
         objective = "latency" if "latency" in settings.objectives else settings.objectives[0]
+        preferred = bulk_params(problem, target, space) if objective == "latency" else None
+        if preferred is not None:
+            structural = tuple(p for p in space.params if p.name in preferred)
+            inner = tuple(p for p in space.params if p.name not in preferred)
+        else:
+            structural, inner = split_params(space, inner_points)
+        names = tuple(p.name for p in structural)
         bounds = StructureBounds(target, problem, objective)
         front_bounds = FrontBounds(target, problem, settings.objectives) if settings.multi_objective else None
         ev = Evaluator(
@@ -148,20 +200,28 @@ class BestFirst(Strategy):
         self.bound_seconds, bounded = 0.0, 0
         if ordered:
             t0 = time.perf_counter()
-            keys = list(itertools.product(*(p.choices for p in structural)))
-            stop = lambda: time.perf_counter() > deadline or (watch is not None and watch.cancelled())  # noqa: E731
-            # before a clock is known: the family's bounds alone; cut by the budget, the rest keep the generic bound
-            raw, bounded = structure_order(bounds, names, keys, stop)
-            order = [i for i in np.argsort(raw, kind="stable").tolist() if keys[i] not in seen]  # ties: numbering
+            visits: Iterator[tuple[tuple[Choice, ...], float]]
+            if preferred is not None:  # every structure's bound in one array (`StructureBulkBounded`)
+                assert isinstance(target, StructureBulkBounded)
+                flat = np.maximum(np.asarray(target.structure_bounds(problem, names), dtype=np.float64), 0.0)
+                visits, bounded = bulk_visits(flat.reshape(-1), structural), total
+            else:
+                keys = list(itertools.product(*(p.choices for p in structural)))
+                stop = lambda: time.perf_counter() > deadline or (watch is not None and watch.cancelled())  # noqa: E731
+                # before a clock is known: the family's bounds alone; cut by the budget, the rest keep the generic bound
+                raw, bounded = structure_order(bounds, names, keys, stop)
+                visits = ((keys[i], float(raw[i])) for i in np.argsort(raw, kind="stable").tolist())  # ties: numbering
             self.bound_seconds = time.perf_counter() - t0
-            for i in order:
-                if self._out(bounds, front_bounds, ev, dict(zip(names, keys[i], strict=True)), float(raw[i])):
+            for key, raw_bound in visits:
+                if key in seen:
+                    continue
+                if self._out(bounds, front_bounds, ev, dict(zip(names, key, strict=True)), raw_bound):
                     reason = "lower-bound"
                 reason = reason or stop_between()
                 if reason is not None:
-                    next_bound = max(float(raw[i]), bounds.whole())
+                    next_bound = max(raw_bound, bounds.whole())
                     break
-                visit(keys[i])
+                visit(key)
             else:
                 reason = "space-exhausted"
         elif reason != "lower-bound":  # the budget ended among the warm starts: the generic bound holds for the rest
@@ -196,7 +256,8 @@ class BestFirst(Strategy):
         )
         if ordered and bounded < total:
             how += f"; the budget ended after bounding {bounded:,} structures: the rest have the generic bound"
-        notes = [f"best-first over {total:,} structures of {cert.inner_points:,} points: {how}"]
+        split = f"the structures of {target.name}'s structural parameters {names}" if preferred else "structures"
+        notes = [f"best-first over {total:,} {split} of {cert.inner_points:,} points: {how}"]
         notes.extend(certificate_notes(cert, point is not None))
         return Searched(
             self.name, point, values, cert.complete, reason, ev.trace, counts, front, notes, ev.trace_points,

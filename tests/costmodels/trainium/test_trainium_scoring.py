@@ -26,7 +26,7 @@ from costmodels.registry import get_target
 from costmodels.trainium.nest import roles_of
 from costmodels.trainium.orders import ORDERS, distinct_orders
 from costmodels.trainium.scoring import GridScorer, PricedGrid, effect_tables, order_effects
-from costmodels.trainium.space import core_choices
+from costmodels.trainium.space import LADDER, core_choices
 from costmodels.trainium.target import TrainiumTarget
 from mapper.enumerate import point_at
 from workload.conv2d import conv2d
@@ -48,8 +48,11 @@ WHOLE = 1500  # spaces up to this size are checked on every point, larger ones o
 
 
 def target(name: str) -> TrainiumTarget:
+    """A target over the ladder space (`space.LADDER`): these checks enumerate whole spaces, and the formulas
+    and the grid do not depend on the tiles offered (every tile count: test_trainium_tile_bounds.py)."""
     t = get_target(name)
     assert isinstance(t, TrainiumTarget)
+    t.tiles = LADDER
     return t
 
 

@@ -15,7 +15,7 @@ import pytest
 from costmodels.protocol import Choice
 from costmodels.registry import get_target
 from costmodels.trainium.nest import shard_cores
-from costmodels.trainium.space import pair_shards
+from costmodels.trainium.space import LADDER, pair_shards
 from costmodels.trainium.target import TrainiumTarget
 from executor.validate import validate
 from workload import named
@@ -28,8 +28,11 @@ POINT: dict[str, Choice] = {
 
 
 def target(name: str) -> TrainiumTarget:
+    """A target over the ladder space (`space.LADDER`): these checks enumerate whole spaces, and the formulas
+    and the grid do not depend on the tiles offered (every tile count: test_trainium_tile_bounds.py)."""
     t = get_target(name)
     assert isinstance(t, TrainiumTarget)
+    t.tiles = LADDER
     return t
 
 

@@ -16,9 +16,10 @@ from costmodels.ir import Loop, Mapping
 from costmodels.protocol import Choice
 from costmodels.registry import get_target
 from costmodels.trainium.scoring import price_grid
-from costmodels.trainium.space import EVERY, build_space, problem_consts
+from costmodels.trainium.space import EVERY, LADDER, build_space, problem_consts
 from costmodels.trainium.target import TrainiumTarget
 from costmodels.trainium.tiles import POINT_BUDGET, POW2, THREE_HALVES, balanced, ladder, role_limit
+from mapper.search import tune
 from mapper.settings import SearchSettings
 from workload import named
 from workload.conv2d import conv2d
@@ -133,7 +134,7 @@ def _splits(p: Problem, name: str, caps: tuple[Choice, ...]) -> set[tuple[int, .
     return {tuple(balanced(e, int(c)) for e in pair) for c in caps}
 
 
-def test_auto_widens_a_ladder_only_within_the_budget() -> None:
+def test_the_ladder_widens_only_within_the_budget() -> None:
     assert SearchSettings().enumerate_limit == POINT_BUDGET
     rng = random.Random(11)
     widened = 0
@@ -141,7 +142,7 @@ def test_auto_widens_a_ladder_only_within_the_budget() -> None:
         hw = target(preset).hardware
         for _ in range(12):
             p = gemm(rng.randint(1, 5000), rng.randint(1, 5000), rng.randint(1, 5000))
-            auto, narrow = build_space(p, hw), build_space(p, hw, tiles=POW2)
+            auto, narrow = build_space(p, hw, tiles=LADDER), build_space(p, hw, tiles=POW2)
             assert auto.size <= max(POINT_BUDGET, narrow.size)
             for a, b in zip(auto.params, narrow.params, strict=True):
                 if a.name.startswith("tile"):
@@ -158,13 +159,19 @@ def _best(t: TrainiumTarget, p: Problem, tiles: str) -> float:
 
 def test_the_wider_ladder_finds_better_mappings_on_awkward_sizes() -> None:
     t, p = target("trn1"), gemm(1094, 532, 2079)
-    assert t.space(p).size == build_space(p, t.hardware).size > build_space(p, t.hardware, tiles=POW2).size
-    assert _best(t, p, "auto") < _best(t, p, POW2) * 0.96  # measured -4.31%
-    scored = t.score_batch(p, t.space(p).columns()).objectives["latency"]
-    assert _best(t, p, "auto") == pytest.approx(float(np.min(scored)))  # the target's space is the widened one
+    assert build_space(p, t.hardware, tiles=LADDER).size > build_space(p, t.hardware, tiles=POW2).size
+    assert _best(t, p, LADDER) < _best(t, p, POW2) * 0.96  # measured -4.31%
 
 
-#: (every tile with no rule, after rule T1 and the merges, offered, before) as quoted in `build_space`'s docstring
+def test_every_tile_count_is_the_targets_space_and_beats_the_ladder_on_awkward_sizes() -> None:
+    t, p = target("trn1"), gemm(1094, 532, 2079)
+    assert t.space(p).size == build_space(p, t.hardware, tiles=EVERY).size > POINT_BUDGET
+    r = tune(p, t, SearchSettings(max_seconds=120), validate=False)
+    assert r.certificate is not None and r.certificate.unexplored == 0  # proven over every tile count
+    assert r.cost is not None and r.cost.seconds <= _best(t, p, LADDER)
+
+
+#: (every tile with no rule, offered: after rule T1 and the merges, the ladder, pow2) as quoted in `build_space`'s doc
 SIZES = {
     ("trn1", "gemm"): (150_994_944_000, 13_271_040_000, 1_260_000, 432_000),
     ("trn2", "gemm"): (905_969_664_000, 53_084_160_000, 1_728_000, 1_728_000),
@@ -182,13 +189,12 @@ def test_space_sizes_quoted_in_the_docs(key: tuple[str, str]) -> None:
     else:
         p = next(q for q in named.load("resnet50") if q.label.endswith("layer1.0.conv2"))
         assert (p.axes["fh"], p.axes["ci"], p.axes["co"], p.axes["oh"]) == (3, 64, 64, 56)
-    every, after, offered, before = SIZES[key]
+    every, after, ladder_size, before = SIZES[key]
     cores_x_shards = 2 * 3 if preset == "trn1" else 4 * 9  # (1, 2) x (m, s, b); (1, 2, 4, 8) x 3 roles + 6 pairs
     assert every == 2 * 128 * 512 * 128 * 5**3 * 6 * 2 * cores_x_shards
-    if (preset, kind) != ("trn2", "gemm"):  # that one takes seconds to build: the formula is the same function
-        assert build_space(p, hw, tiles=EVERY).size == after
-    assert build_space(p, hw).size == offered <= POINT_BUDGET
+    assert build_space(p, hw).size == build_space(p, hw, tiles=EVERY).size == after
+    assert build_space(p, hw, tiles=LADDER).size == ladder_size <= POINT_BUDGET
     assert build_space(p, hw, tiles=POW2).size == before
     doc = space_module.build_space.__doc__ or ""
-    for n in (every, after, offered, before):
+    for n in (every, after, ladder_size, before):
         assert f"{n:,}" in doc

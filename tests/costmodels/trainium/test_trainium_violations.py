@@ -10,6 +10,7 @@ import pytest
 from costmodels.ir import Level, Loop, Mapping, coverage_errors
 from costmodels.protocol import Choice, Violation
 from costmodels.registry import get_target
+from costmodels.trainium.space import LADDER
 from costmodels.trainium.target import TrainiumTarget
 from costmodels.trainium.violations import CODES as CODES  # the family's codes: the `tripped` fixture reads them
 from workload.conv2d import conv2d
@@ -18,8 +19,11 @@ from workload.problem import Problem
 
 
 def target(name: str = "trn1") -> TrainiumTarget:
+    """A target over the ladder space (`space.LADDER`): these checks enumerate whole spaces, and the formulas
+    do not depend on the tiles offered (every tile count: test_trainium_tile_bounds.py)."""
     t = get_target(name)
     assert isinstance(t, TrainiumTarget)
+    t.tiles = LADDER
     return t
 
 

@@ -1,0 +1,204 @@
+"""The Trainium space of every tile count (rule T1) searched with a proof (issue #12).
+
+- `bounds.tile_bounds` is admissible: on random small problems every structure (stationary input
+  and the three tiles fixed) has no feasible point below its bound, checked by pricing the whole
+  space;
+- `subgrid.SubgridScorer` (the scorer of spaces too large to price whole) gives the whole grid's values;
+- best-first over the tile structures finds the enumeration's optimum, proven;
+- the space of every tile count is never worse than the ladder offered before (`space.LADDER`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from costmodels.registry import get_target
+from costmodels.trainium.bounds import TILE_PARAMS, core_splits, tile_bounds
+from costmodels.trainium.scoring import GridScorer, price_grid
+from costmodels.trainium.space import LADDER, build_space, problem_consts
+from costmodels.trainium.subgrid import STRUCTURAL, SubgridScorer
+from costmodels.trainium.target import TrainiumTarget
+from mapper.bounds import RTOL
+from mapper.search import tune
+from mapper.settings import SearchSettings
+from workload.conv2d import conv2d
+from workload.einsum import einsum
+from workload.problem import Problem
+
+
+def target(name: str) -> TrainiumTarget:
+    t = get_target(name)
+    assert isinstance(t, TrainiumTarget)
+    return t
+
+
+def _random_problem(rng: random.Random) -> Problem:
+    kind = rng.choice(["gemm", "bgemm", "fp32", "conv", "fp8"])
+    m, k, n = rng.randint(1, 300), rng.randint(1, 300), rng.randint(1, 700)
+    if kind == "bgemm":
+        return einsum("bmk,bkn->bmn", {"b": rng.randint(2, 3), "m": m, "k": k, "n": n}, dtype="bf16")
+    if kind == "conv":
+        side, kernel = rng.randint(3, 12), rng.choice([1, 3])
+        return conv2d(batch=1, in_channels=rng.randint(8, 40), out_channels=rng.randint(4, 70),
+                      input_height=side + 2, input_width=side, kernel=kernel)  # fmt: skip
+    dtype = {"fp32": "f32", "fp8": "f8e4m3"}.get(kind, "bf16")
+    return einsum("mk,kn->mn", {"m": m, "k": k, "n": n}, dtype=dtype, weight=1)
+
+
+def _structure_minimum(t: TrainiumTarget, p: Problem, flat: int) -> float:
+    """The best feasible latency (s) of one structure (by its number in C order), its whole sub-space scored."""
+    space = t.space(p)
+    assert tuple(q.name for q in space.params[:4]) == TILE_PARAMS  # the structural parameters lead
+    fixed = np.unravel_index(flat, [len(q.choices) for q in space.params[:4]])
+    inner = space.params[4:]
+    every = np.indices([len(q.choices) for q in inner]).reshape(len(inner), -1)
+    codes = {q.name: np.full(every.shape[1], int(c)) for q, c in zip(space.params[:4], fixed, strict=True)}
+    codes.update({q.name: every[i] for i, q in enumerate(inner)})
+    score = t.score_codes(p, codes)
+    lat = np.where(score.feasible, np.asarray(score.objectives["latency"], dtype=np.float64), np.inf)
+    return float(lat.min())
+
+
+def _sample(t: TrainiumTarget, p: Problem, rng: random.Random) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(structure numbers, bounds, exact minima): the 15 lowest bounds and 25 random structures."""
+    bound = t.structure_bounds(p, TILE_PARAMS).reshape(-1)
+    low = np.argsort(bound, kind="stable")[:15].tolist()
+    picks = sorted(set(low) | {rng.randrange(bound.size) for _ in range(25)})
+    best = np.array([_structure_minimum(t, p, i) for i in picks])
+    return np.asarray(picks), bound[picks], best
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_tile_bounds_are_admissible_on_random_problems(seed: int) -> None:
+    rng = random.Random(seed)
+    p = _random_problem(rng)
+    t = target(rng.choice(["trn1", "trn2"]))
+    _, bound, best = _sample(t, p, rng)
+    feasible = np.isfinite(best)
+    assert feasible.any()
+    assert np.all(bound[feasible] <= best[feasible] * (1 + RTOL)), (p.label, t.name)
+    # not vacuous: the bound is within 2x of the structure's best on most structures
+    assert np.median(best[feasible] / bound[feasible]) < 2.0
+
+
+def test_tile_bounds_are_tight_on_a_compute_bound_gemm() -> None:
+    # 512^3 bf16 on trn1: the lowest-bound structure's best is its bound up to the fill and DMA tail
+    p = einsum("mk,kn->mn", {"m": 512, "k": 512, "n": 512}, dtype="bf16", weight=1)
+    t = target("trn1")
+    _, bound, best = _sample(t, p, random.Random(0))
+    i = int(np.argmin(bound))
+    assert bound[i] <= best[i] <= bound[i] * 1.10
+
+
+def test_core_splits_cover_every_split_within_the_cores() -> None:
+    splits = core_splits(8, batch=3, most_s=4, most_m=100)
+    assert (1, 1, 1) in splits and (1, 4, 2) in splits and (2, 1, 4) in splits and (1, 1, 8) in splits
+    assert (1, 8, 1) not in splits  # s has only 4 tiles: no more than 4 cores on it
+    assert all(cb * cs * cm <= 8 and cb <= 3 and cs <= 4 for cb, cs, cm in splits)
+    assert len(set(splits)) == len(splits)
+
+
+def test_structure_bounds_reduce_and_broadcast_over_names() -> None:
+    p = einsum("mk,kn->mn", {"m": 200, "k": 300, "n": 150}, dtype="bf16", weight=1)
+    t = target("trn2")
+    ch = {q.name: q.choices for q in t.space(p).params}
+    full = t.structure_bounds(p, TILE_PARAMS)
+    sub = t.structure_bounds(p, ("cores", "tile_k"))
+    assert sub.shape == (len(ch["cores"]), len(ch["tile_k"]))
+    assert np.array_equal(sub[0], full.min(axis=(0, 1, 2)))
+    assert np.array_equal(sub[-1], sub[0])  # the bound does not use the cores: the same along them
+    k = ch["tile_k"][1]
+    assert t.structure_bound(p, {"tile_k": k, "order": ch["order"][0]}) >= float(full[:, :, :, 1].min())
+    with pytest.raises(ValueError, match="no parameter"):
+        t.structure_bounds(p, ("tile_q",))
+    with pytest.raises(ValueError, match="no parameter"):
+        t.structure_bound(p, {"tile_q": 1})
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_subgrid_scorer_gives_the_whole_grids_values(seed: int) -> None:
+    rng = random.Random(100 + seed)
+    p = _random_problem(rng)
+    t = target(rng.choice(["trn1", "trn2"]))
+    space = t.space(p)
+    if space.size > 3_000_000:
+        pytest.skip("space too large to price whole in a test")
+    consts = lambda r: problem_consts(p, t.hardware, r, supported=True)  # noqa: E731
+    grid = price_grid(p, t.hardware, space, consts)
+    nrng = np.random.default_rng(seed)
+    codes = {q.name: nrng.integers(0, len(q.choices), size=3000) for q in space.params}
+    whole = GridScorer(grid)(codes)
+    sub = SubgridScorer(p, t.hardware, space, consts)
+    for limit in (None, 1):  # one product sub-grid, and grouped by structure (`STRUCTURAL`)
+        if limit is not None:
+            import costmodels.trainium.subgrid as sg
+
+            old, sg.SUBGRID_LIMIT = sg.SUBGRID_LIMIT, limit
+        try:
+            got = sub(codes)
+        finally:
+            if limit is not None:
+                sg.SUBGRID_LIMIT = old
+        assert np.array_equal(got.feasible, whole.feasible)
+        for o in ("latency", "offchip_bytes", "footprint", "energy"):
+            assert np.array_equal(got.objectives[o], whole.objectives[o]), o
+    assert STRUCTURAL == TILE_PARAMS
+
+
+PROBLEMS = [
+    einsum("mk,kn->mn", {"m": 97, "k": 131, "n": 300}, dtype="bf16", weight=1),
+    einsum("bmk,bkn->bmn", {"b": 2, "m": 40, "k": 200, "n": 130}, dtype="bf16"),
+    conv2d(batch=1, in_channels=16, out_channels=32, input_height=14, input_width=14, kernel=3),
+    einsum("mk,kn->mn", {"m": 1, "k": 700, "n": 900}, dtype="f32", weight=1),
+]
+
+
+@pytest.mark.parametrize("preset", ["trn1", "trn2"])
+@pytest.mark.parametrize("index", range(len(PROBLEMS)))
+def test_bestfirst_on_the_full_space_proves_the_enumerations_optimum(preset: str, index: int) -> None:
+    p, t = PROBLEMS[index], target(preset)
+    exact = tune(p, t, SearchSettings(strategy="exhaustive", max_seconds=600), validate=False)
+    bb = tune(p, t, SearchSettings(strategy="bestfirst", max_seconds=600), validate=False)
+    assert exact.cost is not None and bb.cost is not None
+    assert bb.cost.seconds == pytest.approx(exact.cost.seconds, rel=1e-12)
+    cert = bb.certificate
+    assert cert is not None and cert.unexplored == 0 and cert.gap_bound == 0.0
+    assert cert.structures_total == math.prod(len(q.choices) for q in t.space(p).params[:4])
+    assert cert.scored + cert.pruned_by_bound == cert.structures_total
+    assert cert.scored < cert.structures_total  # the bound pruned something
+
+
+def _ladder_best(t: TrainiumTarget, p: Problem) -> float:
+    space = build_space(p, t.hardware, tiles=LADDER)
+    grid = price_grid(p, t.hardware, space, lambda r: problem_consts(p, t.hardware, r, supported=True))
+    return float(grid.latency.min())
+
+
+@pytest.mark.parametrize(
+    ("preset", "problem"),
+    [
+        ("trn1", einsum("mk,kn->mn", {"m": 4095, "k": 4095, "n": 4095}, dtype="bf16", weight=1)),
+        ("trn2", einsum("mk,kn->mn", {"m": 1000, "k": 3001, "n": 777}, dtype="bf16", weight=1)),
+        ("trn2", conv2d(batch=1, in_channels=64, out_channels=64, input_height=56, input_width=56, kernel=3)),
+    ],
+)
+def test_every_tile_count_is_never_worse_than_the_ladder(preset: str, problem: Problem) -> None:
+    t = target(preset)
+    old = _ladder_best(t, problem)
+    r = tune(problem, t, SearchSettings(max_seconds=120), validate=False)
+    assert r.cost is not None and r.certificate is not None and r.certificate.unexplored == 0
+    assert r.cost.seconds <= old * (1 + 1e-12)
+
+
+def test_a_problem_trainium_cannot_run_gets_no_bulk_structures() -> None:
+    from mapper.strategies.bestfirst import bulk_params
+
+    t = target("trn2")
+    p = einsum("mk,kn->mn", {"m": 8, "k": 8, "n": 8}, dtype="i8", weight=1)
+    assert t.supports(p)
+    assert bulk_params(p, t, t.space(p)) is None
+    assert tile_bounds is not None
