@@ -46,6 +46,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from costmodels.cancel import Cancelled, cancellable
 from costmodels.protocol import Choice, SearchSpace, Target
 from mapper.bounds import RTOL, FrontBounds, StructureBounds, space_text
 from mapper.planning import DEFAULT_INNER
@@ -142,10 +143,12 @@ class BestFirst(Strategy):
 
         reason: StopReason | None = None
         if settings.warm_start and objective == "latency" and not settings.multi_objective:
-            reason = self._warm(problem, target, space, names, bounds, ev, seen, visit, stop_between)
+            reason = self._warm(problem, target, space, names, bounds, ev, seen, visit, stop_between, watch)
+        if reason is None and watch is not None and watch.cancelled():  # before bounding every structure
+            reason = "cancelled"
         next_bound: float | None = None
         ordered = reason is None
-        self.bound_seconds, bounded = 0.0, 0
+        self.bound_seconds, bounded, skipped = 0.0, 0, 0
         if ordered:
             t0 = time.perf_counter()
             keys = list(itertools.product(*(p.choices for p in structural)))
@@ -155,12 +158,17 @@ class BestFirst(Strategy):
             order = [i for i in np.argsort(raw, kind="stable").tolist() if keys[i] not in seen]  # ties: numbering
             self.bound_seconds = time.perf_counter() - t0
             for i in order:
-                if self._out(bounds, front_bounds, ev, dict(zip(names, keys[i], strict=True)), float(raw[i])):
+                fixed = dict(zip(names, keys[i], strict=True))
+                if self._out(bounds, front_bounds, ev, fixed, float(raw[i])):
                     reason = "lower-bound"
                 reason = reason or stop_between()
                 if reason is not None:
                     next_bound = max(float(raw[i]), bounds.whole())
                     break
+                vec = front_bounds.with_latency(max(float(raw[i]), bounds.whole())) if front_bounds else None
+                if front_bounds is not None and front_bounds.out(fixed, ev.front_values, vec):
+                    skipped += 1  # every cell dominated: out, but a later structure's cells may not be
+                    continue
                 visit(keys[i])
             else:
                 reason = "space-exhausted"
@@ -168,7 +176,7 @@ class BestFirst(Strategy):
             next_bound = bounds.whole()
         visited = len(done)
         assert reason is not None  # the ordered pass always ends with a reason
-        cert = self._certificate(space, bounds, front_bounds, ev, total, visited, reason, next_bound)
+        cert = self._certificate(space, bounds, front_bounds, ev, total, visited, reason, next_bound, skipped)
         if settings.objectives[0] != cert.objective:
             cert = cert.model_copy(update={"objective": settings.objectives[0]})
         front = ev.merged_front() if settings.multi_objective else []
@@ -214,6 +222,7 @@ class BestFirst(Strategy):
         seen: set[tuple[Choice, ...]],
         visit: Callable[[tuple[Choice, ...]], None],
         stop_between: Callable[[], StopReason | None],
+        watch: Watch | None = None,
     ) -> StopReason | None:
         """Score the target's warm-start structures first; ``lower-bound`` when the best reaches the roofline.
 
@@ -221,7 +230,12 @@ class BestFirst(Strategy):
         best at the whole problem's roofline (the generic bound, admissible for every structure)
         bounds out every structure left, before any other structure is bounded.
         """
-        for warm in target.warm_starts(problem):
+        try:  # the target's preparation of its warm starts stops at its checkpoints on a cancel
+            with cancellable(watch.cancelled if watch is not None else None):
+                warms = target.warm_starts(problem)
+        except Cancelled:
+            return "cancelled"
+        for warm in warms:
             if not all(p.name in warm and warm[p.name] in p.choices for p in space.params):
                 continue
             key = tuple(warm[n] for n in names)
@@ -245,7 +259,7 @@ class BestFirst(Strategy):
     ) -> bool:
         """True when the structure (and so every later one) cannot improve the answer."""
         if fb is not None:
-            return FrontBounds.dominated(fb(fixed), ev.front_values)
+            return FrontBounds.dominated(fb.with_latency(max(raw, bounds.whole())), ev.front_values)  # its order key
         if bounds.objective != "latency" or ev.best_values is None:
             return False
         return StructureBounds.bounded_out(max(raw, bounds.whole()), ev.best_values[0])
@@ -260,10 +274,12 @@ class BestFirst(Strategy):
         visited: int,
         reason: StopReason,
         next_bound: float | None,
+        skipped: int = 0,
     ) -> Certificate:
-        """Scored: the structures visited; pruned: all the rest when the bound stopped the search; else unexplored."""
+        """Scored: the structures visited; pruned: all the rest when the bound stopped the search, else those
+        `skipped` (several objectives: every cell dominated); the rest unexplored."""
         left = total - visited
-        pruned = left if reason == "lower-bound" else 0
+        pruned = left if reason == "lower-bound" else skipped
         unexplored = left - pruned
         best = ev.best_values[0] if ev.best_values is not None else None
         remaining = next_bound if unexplored and next_bound is not None and next_bound > 0 else None
