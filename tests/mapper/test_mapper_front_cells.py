@@ -23,9 +23,8 @@ from workload.problem import Problem
 
 OBJECTIVES = ("latency", "offchip_bytes")
 PROBLEMS = {
-    "gemm": einsum("mk,kn->mn", {"m": 96, "k": 200, "n": 72}, weight=1),
-    "bmm": einsum("bmk,bkn->bmn", {"b": 4, "m": 48, "k": 64, "n": 40}, weight=1),
-    "conv": conv2d(batch=1, in_channels=16, out_channels=24, input_height=7, input_width=7, kernel=3, padding=1),
+    "gemm": einsum("mk,kn->mn", {"m": 24, "k": 40, "n": 17}, weight=1),
+    "conv": conv2d(batch=1, in_channels=4, out_channels=6, input_height=5, input_width=5, kernel=3, padding=1),
 }
 
 
@@ -34,7 +33,7 @@ def test_every_feasible_point_is_no_better_than_a_cell_of_its_structure(name: st
     p: Problem = PROBLEMS[name]
     t = get_target("rngd")
     space = t.space(p)
-    structural, inner = split_params(space, 512)
+    structural, inner = split_params(space, 65536)
     ev = Evaluator(t, p, space, OBJECTIVES, Encoding.of(structural), tuple(q.name for q in inner))
     names = [q.name for q in structural]
     checked = 0
@@ -62,7 +61,7 @@ def test_cells_answer_none_for_objectives_they_do_not_bound() -> None:
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
 def test_bestfirst_with_cells_gives_the_enumerated_front_and_prunes_structures(name: str) -> None:
     p = PROBLEMS[name]
-    s = SearchSettings(strategy="bestfirst", objectives=OBJECTIVES, inner_points=512)
+    s = SearchSettings(strategy="bestfirst", objectives=OBJECTIVES, inner_points=65536, max_seconds=300)
     r = tune(p, get_target("rngd"), s, validate=False)
     full = tune(p, get_target("rngd"), s.model_copy(update={"strategy": "exhaustive"}), validate=False)
     assert r.proven_optimal and full.proven_optimal
@@ -76,7 +75,7 @@ def test_cells_prune_what_the_single_vector_cannot() -> None:
     p = PROBLEMS["gemm"]
     t = get_target("rngd")
     space = t.space(p)
-    structural, _ = split_params(space, 512)
+    structural, _ = split_params(space, 65536)
     names = [q.name for q in structural]
     exact = tune(p, t, SearchSettings(strategy="exhaustive", objectives=OBJECTIVES), validate=False).pareto
     front = np.array([[q.values["latency"], q.values["offchip_bytes"]] for q in exact])
