@@ -28,6 +28,14 @@ on every objective (within `RTOL`): each of its points is then dominated by that
 has its values, so it adds no value to the front (weak dominance: of equal values the front keeps
 the point scored first). When the front dominates the bound vector of the whole space, every
 structure is bounded out and the front is the exact front (the ``lower-bound`` stop).
+
+Tighter, when the target has cells (`FrontCellBounded`: RNGD for latency and off-chip bytes): a
+structure is cut into cells, each with its own bound vector, every feasible point of the structure
+no better on any objective than its cell's vector; the structure is out when the front dominates
+every cell's vector (each lifted to at least the structure's vector, both being admissible): each
+of its points is then dominated by, or has the values of, a front point. A structure's least
+bytes and least latency usually sit in different cells (few slices move few bytes, slowly), so the
+cells bound out structures a single vector (its least latency beside its least bytes) cannot.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import itertools
 import math
 import time
 from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -109,18 +118,52 @@ def objective_floor(problem: Problem, objective: str) -> float:
     return float(problem.min_bytes) if objective == "offchip_bytes" else 0.0
 
 
-class FrontBounds:
-    """Bound vectors of structures for several objectives, and the dominance test that bounds them out."""
+@runtime_checkable
+class FrontCellBounded(Protocol):
+    """Optional: a target that bounds several objectives over the cells of one structure of its space.
 
-    def __init__(self, target: Target, problem: Problem, objectives: tuple[str, ...]) -> None:
+    Contract: every feasible point of the structure (its choices agree with `fixed_choices`) is, on
+    every objective of `objectives`, no better than the vector of at least one returned row (cells x
+    objectives, in the order of `objectives`). None: no cells for these objectives.
+    """
+
+    def structure_front_cells(
+        self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...]
+    ) -> np.ndarray | None: ...
+
+
+class FrontBounds:
+    """Bound vectors of structures for several objectives, and the dominance test that bounds them out.
+
+    `cells` False: the structure's single vector only, as before the cells (for comparisons).
+    """
+
+    def __init__(self, target: Target, problem: Problem, objectives: tuple[str, ...], *, cells: bool = True) -> None:
         self.objectives = objectives
         self.latency = StructureBounds(target, problem, "latency") if "latency" in objectives else None
         self.floor = np.array([objective_floor(problem, o) for o in objectives], dtype=np.float64)
         self._at = objectives.index("latency") if "latency" in objectives else -1
+        self._problem = problem
+        self._cells = target if cells and isinstance(target, FrontCellBounded) else None
 
     @property
     def per_structure(self) -> bool:
-        return self.latency is not None and self.latency.per_structure
+        return self._cells is not None or (self.latency is not None and self.latency.per_structure)
+
+    def out(self, fixed: dict[str, Choice], front: np.ndarray | None, vector: np.ndarray | None = None) -> bool:
+        """True when `front` dominates every point of the structure: its vector, else each of its cells'.
+
+        `vector`: the structure's bound vector when the caller has it already.
+        """
+        if front is None or len(front) == 0:
+            return False
+        vec = self(fixed) if vector is None else vector
+        if FrontBounds.dominated(vec, front):
+            return True
+        if self._cells is None:
+            return False
+        cells = self._cells.structure_front_cells(self._problem, dict(fixed), self.objectives)
+        return cells is not None and bool(dominated_rows(np.maximum(cells, vec), front).all())
 
     @property
     def source(self) -> str:
@@ -133,13 +176,13 @@ class FrontBounds:
 
     def whole(self) -> np.ndarray:
         """The bound vector of any structure (the whole space's)."""
-        return self._with_latency(self.latency.whole() if self.latency is not None else 0.0)
+        return self.with_latency(self.latency.whole() if self.latency is not None else 0.0)
 
     def __call__(self, fixed: dict[str, Choice]) -> np.ndarray:
         """The bound vector of the structure with these fixed choices."""
-        return self._with_latency(self.latency(fixed) if self.latency is not None else 0.0)
+        return self.with_latency(self.latency(fixed) if self.latency is not None else 0.0)
 
-    def _with_latency(self, latency: float) -> np.ndarray:
+    def with_latency(self, latency: float) -> np.ndarray:
         out = self.floor.copy()
         if self._at >= 0:
             out[self._at] = latency
@@ -149,6 +192,25 @@ class FrontBounds:
     def dominated(bound: np.ndarray, front: np.ndarray | None) -> bool:
         """True when a row of `front` (points x objectives) is no worse than `bound` everywhere (beyond `RTOL`)."""
         return front is not None and len(front) > 0 and bool(np.any(np.all(front <= bound * (1 + RTOL), axis=1)))
+
+
+def dominated_rows(rows: np.ndarray, front: np.ndarray) -> np.ndarray:
+    """Which `rows` (n x objectives) a row of `front` is no worse than everywhere (beyond `RTOL`).
+
+    A row with a non-finite first entry has no feasible point (an infeasible cell): counted as
+    dominated. Two objectives: the front sorted by the first, a running minimum of the second, one
+    binary search per row; more: a comparison with every front point.
+    """
+    out = ~np.isfinite(rows[:, 0])
+    lim = rows * (1 + RTOL)
+    if front.shape[1] == 2:
+        order = np.argsort(front[:, 0], kind="stable")
+        first, least_second = front[order, 0], np.minimum.accumulate(front[order, 1])
+        at = np.searchsorted(first, lim[:, 0], side="right")  # front points no worse on the first objective
+        ok = at > 0
+        out[ok] |= least_second[at[ok] - 1] <= lim[ok, 1]
+        return out
+    return out | np.all(front[None, :, :] <= lim[:, None, :], axis=2).any(axis=1)
 
 
 def space_text(space: SearchSpace) -> str:
@@ -191,7 +253,7 @@ def certify(
         if front_bounds is not None and front is not None and len(front):  # several objectives
             fb, fr = front_bounds, front
             whole_out, per = FrontBounds.dominated(fb.whole(), fr), fb.per_structure
-            is_out = lambda fixed: FrontBounds.dominated(fb(fixed), fr)  # noqa: E731
+            is_out = lambda fixed: fb.out(fixed, fr)  # noqa: E731
         elif prune and best is not None:
             b_best = best
             whole_out, per = StructureBounds.bounded_out(bounds.whole(), b_best), bounds.per_structure

@@ -1,11 +1,12 @@
 """How a search is planned: auto's choice and sub-space sizes, both from the space alone.
 
 ``auto`` enumerates the whole space (an exact, proven answer) when it has at most
-`SearchSettings.enumerate_limit` points; otherwise, with one objective, it runs best-first branch
-and bound over the structural choices (`mapper.strategies.BestFirst`: structures in ascending bound
-order, stopped by the next bound; it proved more layers than TPE in the same or less time, README
-"Search"), and with several objectives TPE over them; either way each structure is a sub-space of at
-most `inner_size` points (`SearchSettings.inner_points`, or `DEFAULT_INNER`). Neither decision reads
+`SearchSettings.enumerate_limit` points; otherwise it runs best-first branch and bound over the
+structural choices (`mapper.strategies.BestFirst`: structures in ascending bound order, stopped by
+the next bound; it proved more layers than TPE in the same or less time, and with several
+objectives it returns the exact front where TPE's 200 trials did not, README "Search"); each
+structure is a sub-space of at most `inner_size` points (`SearchSettings.inner_points`, or
+`DEFAULT_INNER`). Neither decision reads
 a clock: the same request and seed take the same path and split the space the same way on any
 machine, so a search that stops for a reason other than its time budget returns the same answer
 anywhere (issue #12: two runs of one seed used to return 3,988 and 4,645 cycles because the
@@ -97,6 +98,4 @@ def resolve_strategy(settings: SearchSettings, space: SearchSpace, problem: Prob
     measured = probe(problem, target, space, settings)
     if measured.complete or space.size <= settings.enumerate_limit:
         return Plan("exhaustive", measured, 0)
-    if settings.multi_objective:  # several objectives: the study path (its fronts are merged exactly)
-        return Plan("tpe", measured, inner_size(settings))
-    return Plan("bestfirst", measured, inner_size(settings))
+    return Plan("bestfirst", measured, inner_size(settings))  # several objectives too: its front is exact

@@ -19,11 +19,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from costmodels.cancel import Cancelled, cancellable
 from costmodels.protocol import SearchSpace, Target
 from mapper.keys import cache_key, cost_model_version, problem_hash
 from mapper.planning import resolve_strategy
 from mapper.report import Found, package_result
-from mapper.result import ParetoPoint, StrategyTie, TuneResult
+from mapper.result import ParetoPoint, StrategyTie, TrialCounts, TuneResult
 from mapper.settings import SearchSettings
 from mapper.strategies import Searched, strategy_for
 from mapper.watch import Progress, Watch, as_watch
@@ -72,7 +73,14 @@ def tune(
         ProblemError: the target cannot run the problem or price an objective.
     """
     settings = settings or SearchSettings()
-    check_request(problem, target, settings)
+    watch = as_watch(progress)
+    t0 = time.perf_counter()
+    try:  # the target's per-problem preparation stops at its checkpoints on a cancel
+        with cancellable(watch.cancelled if watch is not None else None):
+            check_request(problem, target, settings)  # (`supports` prepares the problem)
+    except Cancelled:
+        found = _cancelled_before_search(settings)
+        return _package(problem, target, settings, found, overrides, validate, time.perf_counter() - t0)
     from mapper.transforms import tune_with_fold  # the folded stem: priced beside the problem
 
     return tune_with_fold(
@@ -94,22 +102,46 @@ def tune_as_given(
     watch = as_watch(progress)
     t0 = time.perf_counter()
     deadline = t0 + settings.max_seconds
-    space = target.space(problem)
-    plan = resolve_strategy(settings, space, problem, target)
-    strategy = strategy_for(plan.strategy, probe=plan.probe, inner_points=plan.inner_points)
-    found = strategy.run(problem, target, space, settings, deadline=deadline, watch=watch)
-    found.inner_points = plan.inner_points
-    found.rate = plan.probe.rate if plan.probe else None
+    found: Found
+    try:  # the target's per-problem preparation (space, tables) stops at its checkpoints on a cancel
+        with cancellable(watch.cancelled if watch is not None else None):
+            space = target.space(problem)
+        if watch is not None and watch.cancelled():  # between the preparation steps
+            raise Cancelled
+        plan = resolve_strategy(settings, space, problem, target)
+        if watch is not None and watch.cancelled():
+            raise Cancelled
+    except Cancelled:
+        found = _cancelled_before_search(settings)
+    else:
+        strategy = strategy_for(plan.strategy, probe=plan.probe, inner_points=plan.inner_points)
+        found = strategy.run(problem, target, space, settings, deadline=deadline, watch=watch)
+        found.inner_points = plan.inner_points
+        found.rate = plan.probe.rate if plan.probe else None
+    if found.stop_reason == "cancelled" and found.point is None:  # nothing to price or tie
+        return _package(problem, target, settings, found, overrides, validate, time.perf_counter() - t0)
     ties = _break_ties(problem, target, space, settings, found)
-    seconds = time.perf_counter() - t0
+    result = _package(problem, target, settings, found, overrides, validate, time.perf_counter() - t0)
+    return result.model_copy(update={"ties": ties}) if ties else result
+
+
+def _package(
+    problem: Problem,
+    target: Target,
+    settings: SearchSettings,
+    found: Found,
+    overrides: dict[str, Any] | None,
+    validate: bool,
+    seconds: float,
+) -> TuneResult:
+    """The `TuneResult` of what a strategy found, with its certificate."""
     version = cost_model_version(target)
-    key = cache_key(problem, target.name, dict(overrides or {}), version, settings)
     result = package_result(
         problem,
         target,
         settings,
         found,
-        key=key,
+        key=cache_key(problem, target.name, dict(overrides or {}), version, settings),
         problem_hash=problem_hash(problem),
         version=version,
         overrides=dict(overrides or {}),
@@ -118,10 +150,21 @@ def tune_as_given(
         pareto=[ParetoPoint(point=p, values=dict(zip(settings.objectives, v, strict=True))) for p, v in found.front],
     )
     cert = found.certificate if isinstance(found, Searched) else None
-    update: dict[str, Any] = {"ties": ties} if ties else {}
-    if cert is not None:
-        update["certificate"] = cert
-    return result.model_copy(update=update) if update else result
+    return result.model_copy(update={"certificate": cert}) if cert is not None else result
+
+
+def _cancelled_before_search(settings: SearchSettings) -> Found:
+    """What a search cancelled during the target's preparation found: nothing, and it says so."""
+    return Found(
+        strategy=settings.strategy,
+        point=None,
+        values=None,
+        proven_optimal=False,
+        stop_reason="cancelled",
+        trace=[],
+        counts=TrialCounts(trials=0, complete=0, infeasible=0, points_scored=0),
+        notes=["cancelled during the target's preparation for this problem, before any mapping was scored"],
+    )
 
 
 def _break_ties(

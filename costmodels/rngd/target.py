@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from costmodels.cancel import checkpoint
 from costmodels.choice_codes import ScoreFn, SpaceCoder
 from costmodels.energy import pricer
 from costmodels.family import OBJECTIVES, FamilyTarget, knobs_violation, point_of
@@ -25,6 +26,7 @@ from costmodels.rngd.bounds import TermBound
 from costmodels.rngd.cost import bound_of, evaluate, lower_bound_cycles, utilization
 from costmodels.rngd.energy import level_bytes, operand_bytes, stall_stack
 from costmodels.rngd.factors import factors
+from costmodels.rngd.front_bound import FrontCells
 from costmodels.rngd.hardware import ENERGY_LEVELS, RngdHardware
 from costmodels.rngd.mapping import POINT_KEYS, as_columns, build_mapping
 from costmodels.rngd.render import render_mapping
@@ -49,6 +51,7 @@ class Prepared:
     coder: SpaceCoder | None = None
     tables: Tables | None = None
     bound: list[TermBound] = field(default_factory=list)  # built on the first `structure_bound` call
+    cells: list[FrontCells] = field(default_factory=list)  # built on the first `structure_front_cells` call
 
 
 class RngdTarget(FamilyTarget[Prepared]):
@@ -66,7 +69,10 @@ class RngdTarget(FamilyTarget[Prepared]):
         if reasons:
             return Prepared(reasons)
         space = build_space(problem, self.hw)
-        return Prepared(reasons, space, SpaceCoder(space), build_tables(problem, self.hw, space))
+        checkpoint()  # a search cancelled meanwhile stops here (`costmodels.cancel`), not after the tables
+        coder = SpaceCoder(space)
+        checkpoint()
+        return Prepared(reasons, space, coder, build_tables(problem, self.hw, space))
 
     # ---- the space --------------------------------------------------------------------------
     def mapping(self, problem: Problem, point: dict[str, Choice]) -> Mapping:
@@ -182,6 +188,19 @@ class RngdTarget(FamilyTarget[Prepared]):
         if not prep.bound:
             prep.bound.append(TermBound(prep.space, prep.tables, self.hw))
         return prep.bound[0](fixed_choices)
+
+    def structure_front_cells(
+        self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...]
+    ) -> np.ndarray | None:
+        """Bound vectors of the structure's cells for several objectives (`rngd.front_bound`); None: no cells."""
+        prep = self.prepared(problem)
+        if prep.space is None or prep.tables is None:
+            return None
+        if not prep.bound:
+            prep.bound.append(TermBound(prep.space, prep.tables, self.hw))
+        if not prep.cells:
+            prep.cells.append(FrontCells(prep.bound[0]))
+        return prep.cells[0](fixed_choices, objectives)
 
     def _score_values(self, problem: Problem, prep: Prepared) -> ScoreFn:
         return lambda cols: self._general(problem, cols)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from costmodels.cancel import checkpoint
 from costmodels.protocol import Choice, SearchSpace
 from costmodels.rngd.hardware import RngdHardware
 from costmodels.rngd.space import roles_of
@@ -66,6 +67,7 @@ def bounded_points(
     names = list(ch)
     found: list[tuple[float, dict[str, Choice]]] = []
     for combo in itertools.product(*ch.values()):
+        checkpoint()  # a cancelled search stops between two bounds (`costmodels.cancel`)
         fixed = dict(zip(names, combo, strict=True))
         b = bound(fixed)
         if b < best:
@@ -95,6 +97,7 @@ def warm_points(
         i = int(np.flatnonzero(m)[np.argmin(lat[m])])
         out.append({name: _py(cols[name][i]) for name in space.names()})
     if bound is not None and out:
+        checkpoint()
         best = float(np.min(lat[np.isfinite(lat)]))
         out += bounded_points(space, out[0], bound, best)
     return out

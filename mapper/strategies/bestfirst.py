@@ -46,6 +46,7 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from costmodels.cancel import Cancelled, cancellable
 from costmodels.protocol import Choice, Param, SearchSpace, Target
 from costmodels.structure_bound import StructureBulkBounded
 from mapper.bounds import RTOL, FrontBounds, StructureBounds, space_text
@@ -194,10 +195,12 @@ class BestFirst(Strategy):
 
         reason: StopReason | None = None
         if settings.warm_start and objective == "latency" and not settings.multi_objective:
-            reason = self._warm(problem, target, space, names, bounds, ev, seen, visit, stop_between)
+            reason = self._warm(problem, target, space, names, bounds, ev, seen, visit, stop_between, watch)
+        if reason is None and watch is not None and watch.cancelled():  # before bounding every structure
+            reason = "cancelled"
         next_bound: float | None = None
         ordered = reason is None
-        self.bound_seconds, bounded = 0.0, 0
+        self.bound_seconds, bounded, skipped = 0.0, 0, 0
         if ordered:
             t0 = time.perf_counter()
             visits: Iterator[tuple[tuple[Choice, ...], float]]
@@ -215,12 +218,17 @@ class BestFirst(Strategy):
             for key, raw_bound in visits:
                 if key in seen:
                     continue
-                if self._out(bounds, front_bounds, ev, dict(zip(names, key, strict=True)), raw_bound):
+                fixed = dict(zip(names, key, strict=True))
+                if self._out(bounds, front_bounds, ev, fixed, raw_bound):
                     reason = "lower-bound"
                 reason = reason or stop_between()
                 if reason is not None:
                     next_bound = max(raw_bound, bounds.whole())
                     break
+                vec = front_bounds.with_latency(max(raw_bound, bounds.whole())) if front_bounds else None
+                if front_bounds is not None and front_bounds.out(fixed, ev.front_values, vec):
+                    skipped += 1  # every cell dominated: out, but a later structure's cells may not be
+                    continue
                 visit(key)
             else:
                 reason = "space-exhausted"
@@ -228,7 +236,7 @@ class BestFirst(Strategy):
             next_bound = bounds.whole()
         visited = len(done)
         assert reason is not None  # the ordered pass always ends with a reason
-        cert = self._certificate(space, bounds, front_bounds, ev, total, visited, reason, next_bound)
+        cert = self._certificate(space, bounds, front_bounds, ev, total, visited, reason, next_bound, skipped)
         if settings.objectives[0] != cert.objective:
             cert = cert.model_copy(update={"objective": settings.objectives[0]})
         front = ev.merged_front() if settings.multi_objective else []
@@ -275,6 +283,7 @@ class BestFirst(Strategy):
         seen: set[tuple[Choice, ...]],
         visit: Callable[[tuple[Choice, ...]], None],
         stop_between: Callable[[], StopReason | None],
+        watch: Watch | None = None,
     ) -> StopReason | None:
         """Score the target's warm-start structures first; ``lower-bound`` when the best reaches the roofline.
 
@@ -282,7 +291,12 @@ class BestFirst(Strategy):
         best at the whole problem's roofline (the generic bound, admissible for every structure)
         bounds out every structure left, before any other structure is bounded.
         """
-        for warm in target.warm_starts(problem):
+        try:  # the target's preparation of its warm starts stops at its checkpoints on a cancel
+            with cancellable(watch.cancelled if watch is not None else None):
+                warms = target.warm_starts(problem)
+        except Cancelled:
+            return "cancelled"
+        for warm in warms:
             if not all(p.name in warm and warm[p.name] in p.choices for p in space.params):
                 continue
             key = tuple(warm[n] for n in names)
@@ -306,7 +320,7 @@ class BestFirst(Strategy):
     ) -> bool:
         """True when the structure (and so every later one) cannot improve the answer."""
         if fb is not None:
-            return FrontBounds.dominated(fb(fixed), ev.front_values)
+            return FrontBounds.dominated(fb.with_latency(max(raw, bounds.whole())), ev.front_values)  # its order key
         if bounds.objective != "latency" or ev.best_values is None:
             return False
         return StructureBounds.bounded_out(max(raw, bounds.whole()), ev.best_values[0])
@@ -321,10 +335,12 @@ class BestFirst(Strategy):
         visited: int,
         reason: StopReason,
         next_bound: float | None,
+        skipped: int = 0,
     ) -> Certificate:
-        """Scored: the structures visited; pruned: all the rest when the bound stopped the search; else unexplored."""
+        """Scored: the structures visited; pruned: all the rest when the bound stopped the search, else those
+        `skipped` (several objectives: every cell dominated); the rest unexplored."""
         left = total - visited
-        pruned = left if reason == "lower-bound" else 0
+        pruned = left if reason == "lower-bound" else skipped
         unexplored = left - pruned
         best = ev.best_values[0] if ev.best_values is not None else None
         remaining = next_bound if unexplored and next_bound is not None and next_bound > 0 else None

@@ -169,7 +169,7 @@ class Evaluator:
             if self.front_values is None:
                 return None
             vec = self.front_bounds(fixed)
-            if not FrontBounds.dominated(vec, self.front_values):
+            if not self.front_bounds.out(fixed, self.front_values, vec):
                 return None
             return Outcome(None, None, bound=float(vec[0]), bound_values=tuple(float(x) for x in vec))
         if self.bounds is None or self.best_values is None:

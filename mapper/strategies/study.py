@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import optuna
 
+from costmodels.cancel import Cancelled, cancellable
 from costmodels.protocol import Choice, SearchSpace, Target
 from mapper.bounds import FrontBounds, StructureBounds, certify
 from mapper.planning import DEFAULT_INNER, Probe
@@ -121,8 +122,14 @@ class OptunaStudy(Strategy):
             directions=["minimize"] * n_obj,
         )
         notes: list[str] = []
-        if settings.warm_start:
-            for i, warm in enumerate(target.warm_starts(problem)):
+        warms: list[dict[str, Choice]] = []
+        try:  # the target's preparation of its warm starts stops at its checkpoints on a cancel
+            with cancellable(watch.cancelled if watch is not None else None):
+                warms = target.warm_starts(problem) if settings.warm_start else []
+        except Cancelled:
+            notes.append("cancelled while the target prepared its warm starts: none enqueued")
+        if warms:
+            for i, warm in enumerate(warms):
                 params = encoding.encode(warm) if _in_space(space, warm) else None
                 if params is None:
                     notes.append(f"warm start {i} is not a point of the space: skipped")

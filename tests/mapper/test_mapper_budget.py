@@ -83,9 +83,11 @@ def test_auto_searches_when_the_space_exceeds_the_enumeration_limit() -> None:
     assert r.strategy == "bestfirst" and r.proven_optimal and r.inner_points == 8
     assert r.certificate is not None and r.certificate.structures_total == 1024 // 8
     two = s.model_copy(update={"objectives": ("latency", "footprint")})
-    assert resolve_strategy(two, t.space(BIG), BIG, t).strategy == "tpe"  # several objectives: the study path
+    assert resolve_strategy(two, t.space(BIG), BIG, t).strategy == "bestfirst"  # several objectives too
     r = tune(BIG, t, two, validate=False)
-    assert r.strategy == "tpe" and r.counts.trials == 5 and not r.proven_optimal and r.inner_points == 8
+    full = tune(BIG, t, two.model_copy(update={"strategy": "exhaustive"}), validate=False)
+    assert r.strategy == "bestfirst" and r.proven_optimal and r.inner_points == 8  # no trial budget: the exact front
+    assert [p.values for p in r.pareto] == [p.values for p in full.pareto]
 
 
 def test_auto_choice_does_not_depend_on_the_machine_speed() -> None:

@@ -1,0 +1,124 @@
+"""Bounds of both objectives over the cells of an RNGD structure, for several-objective searches (issue #12).
+
+A structure (some choices fixed, `mapper.bounds`) is cut into *cells*: one per stage-1 row ``s``
+(clusters, cluster_role, slices, slice_role, shift) and lane choice ``l`` (rows, trf_split) it
+allows. `FrontCells` gives each cell a vector no feasible point of the cell beats on any objective:
+
+- ``offchip_bytes``: the cell's exact HBM bytes, ``qn["offchip"][s, l]`` of the scorer's tables:
+  `rngd.cost.combine` passes it through to every point of the cell, whatever its packet choices.
+- ``latency``: the larger of two admissible bounds. The row's bound `rngd.bounds.TermBound`
+  (least over the allowed packet and lane choices, `TermBound._per_row`), and a bound of the cell
+  itself built like it with the packet terms at their least over the allowed packet choices ``p``
+  taken one by one: each stage term is a packet term times a lane term (positive factors), so
+  ``min_p a(s, p) * n(s, l)`` is below the term of every point of the cell, and a max or sum of
+  such minima is below the max or sum of the point's terms (`TermBound`'s admissibility argument,
+  with ``x'`` the cell's own lane term). A cell where even the least packet terms break the TRF
+  capacity or the accumulator has no feasible point (bound inf), as has a cell of an infeasible
+  stage row. ``kval`` is the cell's own (the tail is at least it).
+
+So every feasible point of the structure is no better, on each objective, than its own cell's
+vector, and a Pareto front that dominates every cell's vector dominates (or equals) every point
+of the structure: the mapper bounds the structure out (`mapper.bounds.FrontBounds`). Other
+objectives: no cells (None), the mapper's per-structure vector then holds. Checked against the
+points of many structures in ``tests/mapper/test_mapper_front_cells.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from costmodels.protocol import Choice
+from costmodels.rngd.bounds import TermBound
+from costmodels.rngd.scoring import L_PARAMS, P_PARAMS, S_PARAMS
+
+#: the objectives whose cell bounds this module knows
+CELL_OBJECTIVES = ("latency", "offchip_bytes")
+
+Key = tuple[tuple[str, Choice], ...]
+
+
+@dataclass
+class FrontCells:
+    """Per-cell bound vectors of one problem's structures (see the module docstring)."""
+
+    term: TermBound
+    _least: dict[Key, dict[str, np.ndarray]] = field(default_factory=dict)
+    _masks: dict[tuple[str, Key], np.ndarray] = field(default_factory=dict)
+
+    def _mask(self, stage: str, fixed: Key) -> np.ndarray:
+        """`TermBound._mask`, kept: a structure's stage-1 choices repeat across the structures."""
+        if (stage, fixed) not in self._masks:
+            self._masks[(stage, fixed)] = self.term._mask(stage, fixed)
+        return self._masks[(stage, fixed)]
+
+    def _least_packets(self, fp: Key) -> dict[str, np.ndarray]:
+        """Each packet term's least value over the allowed packet choices, per stage-1 row: ``[s, 1]``."""
+        if fp not in self._least:
+            t = self.term.tables
+            n_s = len(t.qa["la"]) // t.n_p
+            pm = self._mask("p", fp)
+
+            def a(name: str) -> np.ndarray:  # packet terms of the allowed packet choices: [s, p]
+                return np.asarray(t.qa[name], dtype=float).reshape(n_s, t.n_p)[:, pm]
+
+            def least(v: np.ndarray) -> np.ndarray:
+                return v.min(axis=1, initial=np.inf)[:, None]
+
+            nbc = a("nbc") > 0
+            self._least[fp] = {
+                "la": least(a("la")),
+                "sflb_reused": least(np.where(nbc, a("sflb"), np.inf)),  # packets broadcast over the N groups
+                "sflb_fetched": least(np.where(nbc, np.inf, a("sflb"))),
+                "lgog": least(a("lgog")),
+                "hbkvw": least(a("hb") * a("kvw")),
+                "kvw": least(a("kvw")),
+                "og": least(a("og")),
+                "hld": least(a("hld")),
+            }
+        return self._least[fp]
+
+    def _cell_cycles(self, fp: Key, sm: np.ndarray, lm: np.ndarray, dbuf: bool | None) -> np.ndarray:
+        """Latency bound (cycles) of the cells ``[s, l]`` of rows `sm` and lanes `lm` under the fixed choices."""
+        t, hw = self.term.tables, self.term.hw
+        n_s = len(t.qa["la"]) // t.n_p
+        pk = {k: v[sm] for k, v in self._least_packets(fp).items()}
+
+        def n(name: str) -> np.ndarray:  # lane terms of the cells: [s, l]
+            return np.asarray(t.qn[name], dtype=float).reshape(n_s, t.n_l)[sm][:, lm]
+
+        d = float(t.consts.d_tree)
+        tn, tnhn = n("tn"), n("tnhn")
+        with np.errstate(invalid="ignore"):  # inf * 0 cannot occur (lane terms >= 1); nan would only score more
+            mac = pk["la"] * tnhn + d
+            stream = np.minimum(pk["sflb_reused"] * tnhn, pk["sflb_fetched"] * tn) / hw.fetch_bytes_per_cycle
+            drain = pk["lgog"] * n("rtnhn") / hw.drain_elements_per_cycle + d
+            ce = np.maximum(np.maximum(mac, stream), drain)
+            rhn = n("rhn")
+            fill = pk["hbkvw"] / 8 * tn * rhn / hw.trf_fill_bytes_per_cycle
+            dma = n("dma")
+            total = ce + fill + dma if dbuf is False else np.maximum(np.maximum(ce, fill), dma)
+            cap = hw.trf_half_bytes_per_slice if dbuf else hw.trf_bytes_per_slice
+            fits = (rhn * pk["kvw"] / 8 <= cap) & (
+                pk["og"] * np.maximum(n("hn") * pk["hld"], 1) <= hw.accumulator_cells_per_row
+            )  # even the least packet terms break the TRF capacity or the accumulator: no feasible point
+            return np.where(fits, total, np.inf) + n("kval")
+
+    def __call__(self, fixed: dict[str, Choice], objectives: tuple[str, ...]) -> np.ndarray | None:
+        """The cells' bound vectors (cells x objectives, in `objectives` order), or None for other objectives."""
+        if not objectives or any(o not in CELL_OBJECTIVES for o in objectives):
+            return None
+        fs, fp, fl = (tuple(sorted((k, v) for k, v in fixed.items() if k in names)) for names in
+                      (S_PARAMS, P_PARAMS, L_PARAMS))  # fmt: skip
+        db = fixed.get("double_buffer")
+        dbuf = None if db is None else bool(db)
+        sm, lm = self._mask("s", fs), self._mask("l", fl)
+        t = self.term.tables
+        n_s = len(t.qa["la"]) // t.n_p
+        row = self.term._per_row(fp, fl, dbuf)[sm][:, None]  # the stage-1 row's bound (TermBound)
+        cols = {
+            "latency": np.maximum(row, self._cell_cycles(fp, sm, lm, dbuf)) / self.term.hw.clock_hz,
+            "offchip_bytes": np.asarray(t.qn["offchip"], dtype=float).reshape(n_s, t.n_l)[sm][:, lm],
+        }
+        return np.stack([cols[o].ravel() for o in objectives], axis=1)

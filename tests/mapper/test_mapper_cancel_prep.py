@@ -1,0 +1,61 @@
+"""A cancel reaches into a target's per-problem preparation (`costmodels.cancel`): no 1-5 s wait for it."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from costmodels.cancel import Cancelled, cancellable, checkpoint
+from costmodels.registry import get_target
+from mapper.search import tune
+from mapper.settings import SearchSettings
+from mapper.strategies import BestFirst
+from mapper.watch import Watch
+from workload.einsum import einsum
+
+P = einsum("mk,kn->mn", {"m": 512, "k": 768, "n": 384}, weight=1)
+
+
+def test_checkpoint_does_nothing_outside_a_cancellable_block_and_raises_inside() -> None:
+    checkpoint()  # no block: every other caller of a family's preparation is unaffected
+    with cancellable(lambda: False):
+        checkpoint()
+    with pytest.raises(Cancelled), cancellable(lambda: True):
+        checkpoint()
+    checkpoint()  # the block's stop is gone once it exits
+
+
+def test_rngd_preparation_cancelled_keeps_nothing_and_builds_again() -> None:
+    t = get_target("rngd")
+    with pytest.raises(Cancelled), cancellable(lambda: True):
+        t.space(P)
+    assert len(t._memo) == 0  # type: ignore[attr-defined]  # a half-built preparation is not kept
+    assert t.space(P).size > 0 and len(t._memo) == 1  # type: ignore[attr-defined]
+
+
+def test_rngd_warm_starts_stop_between_structure_bounds() -> None:
+    t = get_target("rngd")
+    full = t.warm_starts(P)  # (prepares the problem)
+    calls = itertools.count()
+    with pytest.raises(Cancelled), cancellable(lambda: next(calls) >= 5):
+        t.warm_starts(P)
+    assert next(calls) == 6 and len(full) > 1  # stopped at the 6th checkpoint, inside the loop over structures
+    assert t.warm_starts(P) == full  # nothing half-kept: the next call gives the same warm starts
+
+
+def test_tune_cancelled_before_the_preparation_scores_nothing() -> None:
+    t = get_target("rngd")
+    r = tune(P, t, SearchSettings(), validate=False, progress=Watch(cancel=lambda: True))
+    assert r.stop_reason == "cancelled" and r.mapping is None and not r.proven_optimal
+    assert r.counts.points_scored == 0 and any("preparation" in n for n in r.notes)
+    assert len(t._memo) == 0  # type: ignore[attr-defined]  # stopped before the tables were built
+
+
+def test_bestfirst_cancelled_during_warm_starts_bounds_no_structure() -> None:
+    t = get_target("rngd")
+    space = t.space(P)
+    calls = itertools.count()  # the search's own checks pass; the warm starts' loop meets the cancel
+    r = BestFirst().run(P, t, space, SearchSettings(), deadline=1e12, watch=Watch(cancel=lambda: next(calls) >= 3))
+    assert r.stop_reason == "cancelled" and r.point is None and r.counts.points_scored == 0
+    assert r.certificate is not None and not r.certificate.complete

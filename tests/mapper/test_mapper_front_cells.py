@@ -1,0 +1,90 @@
+"""Cell bounds of several objectives (`costmodels.rngd.front_bound`, `mapper.bounds.FrontBounds.out`).
+
+Admissible: every feasible point of a structure is no better, on both objectives, than one of its
+cells' vectors. Exact: best-first with the cells gives the enumeration's front (the unpruned space).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from costmodels.registry import get_target
+from mapper.bounds import FrontBounds, dominated_rows
+from mapper.search import tune
+from mapper.settings import SearchSettings
+from mapper.strategies import Encoding, split_params
+from mapper.strategies.objective import Evaluator
+from workload.conv2d import conv2d
+from workload.einsum import einsum
+from workload.problem import Problem
+
+OBJECTIVES = ("latency", "offchip_bytes")
+PROBLEMS = {
+    "gemm": einsum("mk,kn->mn", {"m": 24, "k": 40, "n": 17}, weight=1),
+    "conv": conv2d(batch=1, in_channels=4, out_channels=6, input_height=5, input_width=5, kernel=3, padding=1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_every_feasible_point_is_no_better_than_a_cell_of_its_structure(name: str) -> None:
+    p: Problem = PROBLEMS[name]
+    t = get_target("rngd")
+    space = t.space(p)
+    structural, inner = split_params(space, 65536)
+    ev = Evaluator(t, p, space, OBJECTIVES, Encoding.of(structural), tuple(q.name for q in inner))
+    names = [q.name for q in structural]
+    checked = 0
+    for key in itertools.product(*(q.choices for q in structural)):
+        fixed = dict(zip(names, key, strict=True))
+        codes = ev._codes(fixed)
+        score = t.score_codes(p, codes)
+        feas = np.asarray(score.feasible, dtype=bool)
+        points = np.stack([np.asarray(score.objectives[o], dtype=float)[feas] for o in OBJECTIVES], axis=1)
+        cells = t.structure_front_cells(p, fixed, OBJECTIVES)  # type: ignore[attr-defined]
+        assert cells is not None and cells.shape[1] == 2
+        # each point has a cell no worse on both objectives (the cells as the "front" of the test)
+        assert dominated_rows(points, cells).all(), fixed
+        checked += len(points)
+    assert checked > 1000
+
+
+def test_cells_answer_none_for_objectives_they_do_not_bound() -> None:
+    p = PROBLEMS["gemm"]
+    t = get_target("rngd")
+    assert t.structure_front_cells(p, {}, ("latency", "energy")) is None  # type: ignore[attr-defined]
+    assert t.structure_front_cells(p, {}, ("offchip_bytes", "latency")).shape[1] == 2  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", sorted(PROBLEMS))
+def test_bestfirst_with_cells_gives_the_enumerated_front_and_prunes_structures(name: str) -> None:
+    p = PROBLEMS[name]
+    s = SearchSettings(strategy="bestfirst", objectives=OBJECTIVES, inner_points=65536, max_seconds=300)
+    r = tune(p, get_target("rngd"), s, validate=False)
+    full = tune(p, get_target("rngd"), s.model_copy(update={"strategy": "exhaustive"}), validate=False)
+    assert r.proven_optimal and full.proven_optimal
+    assert [q.values for q in r.pareto] == [q.values for q in full.pareto]  # exact, no duplicate value
+    assert r.certificate is not None and r.certificate.pruned_by_bound > 0
+    assert r.certificate.scored + r.certificate.pruned_by_bound == r.certificate.structures_total
+
+
+def test_cells_prune_what_the_single_vector_cannot() -> None:
+    """The exact front bounds out more structures by their cells than by their single bound vectors."""
+    p = PROBLEMS["gemm"]
+    t = get_target("rngd")
+    space = t.space(p)
+    structural, _ = split_params(space, 65536)
+    names = [q.name for q in structural]
+    exact = tune(p, t, SearchSettings(strategy="exhaustive", objectives=OBJECTIVES), validate=False).pareto
+    front = np.array([[q.values["latency"], q.values["offchip_bytes"]] for q in exact])
+    with_cells, single = FrontBounds(t, p, OBJECTIVES), FrontBounds(t, p, OBJECTIVES, cells=False)
+    best = tune(p, t, SearchSettings(strategy="exhaustive"), validate=False).point
+    assert best is not None
+    for fb in (with_cells, single):
+        fb.learn_clock(best)
+    keys = [dict(zip(names, k, strict=True)) for k in itertools.product(*(q.choices for q in structural))]
+    out_cells = sum(with_cells.out(f, front) for f in keys)
+    out_single = sum(single.out(f, front) for f in keys)
+    assert out_cells > out_single
