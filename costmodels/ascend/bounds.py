@@ -26,12 +26,7 @@ have at most a few hundred points, always enumerated.
 
 from __future__ import annotations
 
-import numpy as np
-
-from costmodels.ascend import cost as cc
-from costmodels.ascend.cube_tables import CUBE_ORDER
 from costmodels.ascend.scoring import Prepared
-from costmodels.param_tables import grid_fields
 from costmodels.protocol import Choice
 
 
@@ -62,5 +57,7 @@ def box(prep: Prepared, fixed: dict[str, Choice]) -> tuple[list[int], list[int]]
 def cube_structure_bound(prep: Prepared, fixed: dict[str, Choice]) -> float:
     """Seconds no feasible point of the binary problem's space with these fixed choices can beat."""
     lo, hi = box(prep, fixed)
-    f = grid_fields(prep.tables, lo, hi, CUBE_ORDER)
-    return float(np.min(cc.cube_scores(prep.consts, f)["latency"]))
+    key = (tuple(lo), tuple(hi))
+    if key not in prep.boxes.bounds:
+        prep.price_box(lo, hi)  # kept (`PricedBoxes`): scoring the structure reads it instead of pricing it again
+    return prep.boxes.bounds[key]
