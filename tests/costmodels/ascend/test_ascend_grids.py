@@ -251,26 +251,30 @@ def test_the_structure_bound_of_a_grid_is_its_exact_optimum(preset: str) -> None
     assert t.structure_bound(problem, {}) == float(lat.min())  # type: ignore[attr-defined]
 
 
-def _largest(grids: tuple[object, ...]) -> set[str]:
-    sides = {str(g): parse_grid(str(g)) for g in grids}
-    return {
-        g
-        for g, x in sides.items()
-        if not any(y != x and all(a >= b for a, b in zip(y, x, strict=True)) for y in sides.values())
-    }
+def _cores(grid: object) -> tuple[int, ...]:
+    """The cores of each side of a grid (a per-axis side: their product)."""
+    return tuple(side_cores(x) for x in parse_grid(str(grid)))
+
+
+def _largest(grids: tuple[object, ...]) -> set[tuple[int, ...]]:
+    """The cores per side of the grids no other grid matches or exceeds on every side."""
+    sides = {_cores(g) for g in grids}
+    return {x for x in sides if not any(y != x and all(a >= b for a, b in zip(y, x, strict=True)) for y in sides)}
 
 
 def test_warm_starts_visit_every_largest_grid_and_the_search_proves_a_32_core_optimum() -> None:
-    """ResNet-50 layer4.1.conv1 on ascend-a5 (36 cores): the optimum's grid 1x2x16 uses 32, and TPE (the space is
-    above the enumeration limit) found only a 1x1x32 point 8% worse until the warm starts covered every largest grid."""
+    """ResNet-50 layer4.1.conv1 on ascend-a5 (36 cores): the optimum's grid has 2x16 cores (32; 2 on a row of the
+    7x7 output, the M side per axis), and TPE (the space is above the enumeration limit) found only a 1x1x32 point
+    8% worse until the warm starts covered every largest grid (one grid per cores per side: the per-axis splits of
+    equal cores differ only in which axis takes them)."""
     t = get_target("ascend-a5")
     problem = conv2d(batch=1, in_channels=2048, out_channels=512, input_height=7, input_width=7, kernel=1)
     space = t.space(problem)
     assert space.size > 2_000_000
     warm = t.warm_starts(problem)
-    assert _largest(space.params[7].choices) <= {str(w["core_grid"]) for w in warm}
+    assert _largest(space.params[7].choices) <= {_cores(w["core_grid"]) for w in warm}
     assert all(w[p.name] in p.choices for w in warm for p in space.params)
     best, grid = _optimum("ascend-a5", problem, None, None)
-    assert grid == "1x2x16"
+    assert _cores(grid) == (1, 2, 16)
     found = tune(problem, t, SearchSettings(), validate=False)
     assert found.proven_optimal and found.values["latency"] == best
