@@ -9,8 +9,11 @@ is feasible. It is the structure's exact optimum, so it is admissible with any g
 choice the space offers (the core grids of ascend/grids.py included), and as tight as a bound can
 be: no structure whose optimum is above the best found stays unexplored, so a search whose best
 is the optimum ends with every structure scored or bounded out. It costs what scoring the
-structure does (the box's cells, priced from the same small tables): a structure the bound does
-not rule out is priced twice.
+structure does (the box's cells, priced from the same small tables), so the priced box is kept
+(`scoring.PricedBoxes`: the boxes of the lowest bounds and the last one, with every bound) and
+scoring the same structure reads it instead of pricing it again, and a structure is bounded once
+(its bound kept): each structure a search visits is priced once. `bench.ascend_bounds` prints the
+bound's time per structure and the scoring's with the box priced again (before) and read (after).
 
 Why not a roofline of the pipes: with every legal core grid (ascend/grids.py) a space has about
 10x more structures (156 against 16 for a 4096^3 bf16 GEMM on ascend-910b), and the pipes' maximum
@@ -26,12 +29,7 @@ have at most a few hundred points, always enumerated.
 
 from __future__ import annotations
 
-import numpy as np
-
-from costmodels.ascend import cost as cc
-from costmodels.ascend.cube_tables import CUBE_ORDER
 from costmodels.ascend.scoring import Prepared
-from costmodels.param_tables import grid_fields
 from costmodels.protocol import Choice
 
 
@@ -62,5 +60,7 @@ def box(prep: Prepared, fixed: dict[str, Choice]) -> tuple[list[int], list[int]]
 def cube_structure_bound(prep: Prepared, fixed: dict[str, Choice]) -> float:
     """Seconds no feasible point of the binary problem's space with these fixed choices can beat."""
     lo, hi = box(prep, fixed)
-    f = grid_fields(prep.tables, lo, hi, CUBE_ORDER)
-    return float(np.min(cc.cube_scores(prep.consts, f)["latency"]))
+    key = (tuple(lo), tuple(hi))
+    if key not in prep.boxes.bounds:
+        prep.price_box(lo, hi)  # kept (`PricedBoxes`): scoring the structure reads it instead of pricing it again
+    return prep.boxes.bounds[key]

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from costmodels.ascend.grids import side_arrays
 from costmodels.ascend.space import CubeSetup
-from costmodels.ascend.tiling import level_sizes, parse_grid, round_up
+from costmodels.ascend.tiling import level_sizes, round_up
 from costmodels.param_tables import Table
 from workload import dtypes
 
@@ -72,15 +73,18 @@ def cube_tables(s: CubeSetup, values: tuple[tuple[object, ...], ...], report: bo
         for d, v in enumerate(values[:6])
     )
     db_v = _along(6, np.asarray([bool(x) for x in values[6]]))
-    grids = np.array([parse_grid(str(g)) for g in values[7]], dtype=np.int64).reshape(-1, 3)
-    grid_b, grid_m, grid_n = (_along(7, grids[:, i]) for i in range(3))
+    # per side: its count (or cores) per grid, and its per-axis counts (0 where it splits innermost first)
+    sides = side_arrays(tuple(str(g) for g in values[7]), tuple(len(s.axes(g)) for g in "bmn"))
+    (grid_b, split_b), (grid_m, split_m), (grid_n, split_n) = (
+        (_along(7, count), tuple(_along(7, a) for a in per_axis) if per_axis else None) for count, per_axis in sides
+    )
     sa, sb, so = (dtypes.info(d).bytes for d in (s.left, s.right, s.out))
     lim = hw.tmatmul_max_dim
 
     # level sizes (innermost first) of each group, per combination of the counts they depend on, as float64
-    bsz = level_sizes(s.axes("b"), (grid_b,)).astype(F64)  # [..., level]
-    msz = level_sizes(s.axes("m"), (bm_v, lm_v, grid_m)).astype(F64)
-    nsz = level_sizes(s.axes("n"), (bn_v, ln_v, grid_n)).astype(F64)
+    bsz = level_sizes(s.axes("b"), (grid_b,), split_b).astype(F64)  # [..., level]
+    msz = level_sizes(s.axes("m"), (bm_v, lm_v, grid_m), split_m).astype(F64)
+    nsz = level_sizes(s.axes("n"), (bn_v, ln_v, grid_n), split_n).astype(F64)
     ksz = level_sizes(s.axes("k"), (bk_v, lk_v)).astype(F64)
 
     tm, lm = _only(msz[..., 0], 0), _only(msz[..., 1], 0, 3)  # base_m; base_m, l1_m

@@ -16,7 +16,7 @@ import numpy as np
 from costmodels.ascend.cost import cube_consts, cube_model
 from costmodels.ascend.cube_tables import cube_tables
 from costmodels.ascend.space import CUBE_PARAMS, CubeSetup
-from costmodels.ascend.tiling import GroupNest, nest_group, parse_grid, round_up
+from costmodels.ascend.tiling import GroupNest, Side, nest_group, parse_grid, round_up
 from costmodels.ascend.vector import VECTOR_PARAMS, VectorSetup
 from costmodels.family import zero_fill
 from costmodels.ir import Level, Loop, Mapping
@@ -37,10 +37,21 @@ class CubeNests:
 def cube_nests(s: CubeSetup, point: dict[str, Choice]) -> CubeNests:
     """Split each GEMM group over the levels of one point."""
     gb, gm, gn = parse_grid(str(point["core_grid"]))
+
+    def nest(group: str, inner: tuple[int, ...], side: Side) -> GroupNest:
+        """The group's levels: `inner`, then the cores (innermost first, or per axis: ascend/grids.py), blocks."""
+        axes = s.axes(group)
+        if isinstance(side, int):
+            return nest_group(axes, (*inner, side))
+        if len(side) != len(axes):
+            raise ValueError(f"core grid {point['core_grid']!r}: a per-axis side gives {len(side)} counts "
+                             f"for a group of {len(axes)} axes")  # fmt: skip
+        return nest_group(axes, inner, side)
+
     return CubeNests(
-        b=nest_group(s.axes("b"), (gb,)),
-        m=nest_group(s.axes("m"), (int(point["base_m"]), int(point["l1_m"]), gm)),
-        n=nest_group(s.axes("n"), (int(point["base_n"]), int(point["l1_n"]), gn)),
+        b=nest("b", (), gb),
+        m=nest("m", (int(point["base_m"]), int(point["l1_m"])), gm),
+        n=nest("n", (int(point["base_n"]), int(point["l1_n"])), gn),
         k=nest_group(s.axes("k"), (int(point["base_k"]), int(point["l1_k"]))),
     )
 

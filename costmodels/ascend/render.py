@@ -47,8 +47,9 @@ def render_mapping(problem: Problem, hw: AscendHardware, preset: str, mapping: M
         lr, lc = str(kn["tile_left"]).split("x")
         rr, rc = str(kn["tile_right"]).split("x")
         cr, cc = str(kn["tile_acc"]).split("x")
+        per_axis = "; a side with * gives its cores per axis, outermost first" if "*" in str(kn["core_grid"]) else ""
         head.append(
-            f"core grid {kn['core_grid']} (BxMxN) of {hw.aic_cores} AIC; "
+            f"core grid {kn['core_grid']} (BxMxN{per_axis}) of {hw.aic_cores} AIC; "
             f"double buffering {'on' if kn['double_buffer'] else 'off'}"
         )
         body = _nest(mapping, CUBE_NOTES)

@@ -38,7 +38,16 @@ from costmodels.ascend.vector import VectorSetup, vector_arrays, vector_feasible
 from costmodels.ascend.violations import supports
 from costmodels.choice_codes import SpaceCoder, plain
 from costmodels.energy import EnergyPricer, pricer
-from costmodels.param_tables import Encoded, Table, evaluate, flat_index, gather_fields, run_start
+from costmodels.param_tables import (
+    GRID_CELLS_PER_POINT,
+    Encoded,
+    Table,
+    evaluate,
+    flat_index,
+    gather_fields,
+    grid_fields,
+    run_start,
+)
 from costmodels.protocol import SearchSpace, Violation
 from workload.problem import Problem
 
@@ -83,6 +92,7 @@ class Prepared:
         self.preset = preset
         self.scored = 0  # points priced by code so far (decides when to tabulate)
         self.table: CubeTable | PlainTable | None = None  # the scores of every point of the space, once tabulated
+        self.boxes = PricedBoxes()  # boxes of codes priced by a structure bound, kept for their scoring
 
     @cached_property
     def reasons(self) -> tuple[Violation, ...]:
@@ -158,6 +168,16 @@ class Prepared:
         start = run_start(cols, self.shape)
         return table.run(start, n) if start is not None else table.take(flat_index(cols, self.shape))
 
+    def price_box(self, lo: list[int], hi: list[int]) -> Arrays:
+        """`SCORE_OUTPUTS` over the box of codes ``lo..hi`` (laid out in `CUBE_ORDER`), as `evaluate`'s grid
+        path prices it; kept in `boxes` so that scoring the same box reads it (`_by_tables`)."""
+        key = (tuple(lo), tuple(hi))
+        res = self.boxes.get(key)
+        if res is None:
+            res = cc.cube_scores(self.consts, grid_fields(self.tables, lo, hi, CUBE_ORDER), energy=self.energy)
+            self.boxes.offer(key, res)
+        return res
+
     def _by_tables(self, codes: dict[str, np.ndarray], n: int) -> Arrays:
         if n == 0:
             return {k: np.zeros(0, dtype=dt) for k, dt in SCORE_OUTPUTS.items()}
@@ -165,6 +185,12 @@ class Prepared:
         for p in self.space.params:
             c = codes[p.name]
             enc.append(Encoded(codes=c, values=p.choices, lo=int(c.min()), hi=int(c.max())))
+        lo, hi = [e.lo for e in enc], [e.hi for e in enc]
+        box = tuple(hi[d] - lo[d] + 1 for d in CUBE_ORDER)
+        kept = self.boxes.get((tuple(lo), tuple(hi)))
+        if kept is not None and math.prod(box) <= GRID_CELLS_PER_POINT * n:  # evaluate's grid path, priced already
+            cell = flat_index([enc[d].codes - lo[d] for d in CUBE_ORDER], box)
+            return {k: np.take(np.broadcast_to(kept[k], box).reshape(-1), cell) for k in SCORE_OUTPUTS}
         return evaluate(
             self.tables, enc, partial(cc.cube_scores, self.consts, energy=self.energy), SCORE_OUTPUTS, CUBE_ORDER
         )
@@ -210,6 +236,35 @@ class Prepared:
             sizes, code_list = tuple(len(e.values) for e in enc), [e.codes for e in enc]
         f = gather_fields(tables, code_list, sizes)
         return f, cc.cube_model(self.consts, f)
+
+
+class PricedBoxes:
+    """Boxes of codes priced by structure bounds (ascend/bounds.py), kept until their structure is scored.
+
+    A best-first search bounds every structure, then scores them by ascending bound; a warm start bounds
+    one structure and scores it at once. So the boxes kept are the `KEEP` with the lowest latency and the
+    last one priced; each bound is kept too (a float per box), so no box is priced twice for its bound.
+    """
+
+    KEEP = 4
+
+    def __init__(self) -> None:
+        self.lowest: dict[tuple[tuple[int, ...], tuple[int, ...]], Arrays] = {}
+        self.last: tuple[tuple[tuple[int, ...], tuple[int, ...]], Arrays] | None = None
+        self.bounds: dict[tuple[tuple[int, ...], tuple[int, ...]], float] = {}
+
+    def get(self, key: tuple[tuple[int, ...], tuple[int, ...]]) -> Arrays | None:
+        if self.last is not None and self.last[0] == key:
+            return self.last[1]
+        return self.lowest.get(key)
+
+    def offer(self, key: tuple[tuple[int, ...], tuple[int, ...]], res: Arrays) -> None:
+        low = float(np.min(res["latency"])) if res["latency"].size else math.inf
+        self.bounds[key] = low
+        self.last = (key, res)
+        self.lowest[key] = res
+        if len(self.lowest) > self.KEEP:
+            del self.lowest[max(self.lowest, key=self.bounds.__getitem__)]
 
 
 def _distinct(columns: dict[str, np.ndarray]) -> list[Encoded]:

@@ -10,7 +10,8 @@ hardware-facts.md §3.2 step 8). One point of the space fixes:
 - ``double_buffer``: ping-pong buffers in L1/L0A/L0B so MTE2, MTE1 and the cube overlap;
 - ``core_grid``: ``BxMxN`` split of the AI cores over the batch, M and N groups: every legal grid
   (at most the AI cores, both orientations, fewer cores than all, sides that do not divide their
-  blocks padded) that the grids' dominance rules keep (ascend/grids.py, sizes in `build_space`).
+  blocks padded, a group of several axes split over any of its axes: ``1x1*2*3x4``) that the
+  grids' dominance rules keep (ascend/grids.py, sizes in `build_space`).
 
 The loop nest of a point is drawn in `costmodels.ascend.mapping`.
 
@@ -66,9 +67,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from costmodels.ascend.grids import grid_choices, tight_sides
+from costmodels.ascend.grids import grid_choices, tight_sides, tight_splits
 from costmodels.ascend.hardware import AscendHardware
-from costmodels.ascend.tiling import capped_choices, exact_tiles, nest_group, round_up, tighten
+from costmodels.ascend.tiling import Side, capped_choices, exact_tiles, nest_group, round_up, tighten
 from costmodels.ascend.vector import ROW_BLOCKS, VectorSetup
 from costmodels.gemm_view import GemmView, gemm_view
 from costmodels.protocol import Param, SearchSpace
@@ -206,7 +207,8 @@ def cube_space(s: CubeSetup, prune: bool = True) -> SearchSpace:
         return capped_choices(values, -(-extent // min(base)))
 
     lm, lk, ln = mults(bm, L1_MULTS, mp), mults(bk, L1_K_MULTS, kp), mults(bn, L1_MULTS, np_)
-    grids = grid_choices(hw.aic_cores, grid_sides(s, bm, lm, bn, ln) if prune else None)
+    arity = (len(s.axes("b")), len(s.axes("m")), len(s.axes("n")))
+    grids = grid_choices(hw.aic_cores, grid_sides(s, bm, lm, bn, ln) if prune else None, arity)
     return SearchSpace(
         params=(
             Param(name="base_m", choices=bm, doc="rows of one TMATMUL (L0A/L0C tile)"),
@@ -223,8 +225,9 @@ def cube_space(s: CubeSetup, prune: bool = True) -> SearchSpace:
 
 def grid_sides(
     s: CubeSetup, bm: Sequence[int], lm: Sequence[int], bn: Sequence[int], ln: Sequence[int]
-) -> tuple[frozenset[int], frozenset[int], frozenset[int]]:
-    """The B, M and N sides the grids' rule 1 keeps (ascend/grids.py): tight for a remainder the tiles leave."""
+) -> tuple[frozenset[Side], frozenset[Side], frozenset[Side]]:
+    """The B, M and N sides the grids' rules keep (ascend/grids.py): tight for a remainder the tiles leave; a
+    group of several axes gets per-axis splits (rules 1 and 3), a group of one or none counts (rule 1)."""
 
     def rems(group: str, tiles: Sequence[int], mults: Sequence[int]) -> list[tuple[tuple[str, int], ...]]:
         axes = s.axes(group)
@@ -235,11 +238,14 @@ def grid_sides(
                 out.append(tuple((a, r) for (a, _), r in zip(axes, rest, strict=True)))
         return out
 
+    def kept(all_rems: list[tuple[tuple[str, int], ...]], arity: int) -> frozenset[Side]:
+        return frozenset(tight_splits(all_rems, cores) if arity > 1 else tight_sides(all_rems, cores))
+
     cores = s.hw.aic_cores
     return (
-        tight_sides([s.axes("b")], cores),
-        tight_sides(rems("m", bm, lm), cores),
-        tight_sides(rems("n", bn, ln), cores),
+        kept([s.axes("b")], len(s.axes("b"))),
+        kept(rems("m", bm, lm), len(s.axes("m"))),
+        kept(rems("n", bn, ln), len(s.axes("n"))),
     )
 
 
@@ -261,19 +267,21 @@ def build_space(
     grids' dominance rules, ascend/grids.py).
 
     Space sizes (bf16 GEMM 4096^3 and ResNet-50's 3x3 conv 64->64 at 56x56; tiles, L1 multiples and
-    double buffering as offered: 124,416 and 75,600 combinations), by the core grids offered:
+    double buffering as offered: 124,416 and 75,600 combinations), by the core grids offered. The
+    conv's M group has three axes (n, oh, ow), so its grids also split the M cores per axis
+    (ascend/grids.py); the GEMM's groups have one axis each, so its grids are unchanged:
 
-    | preset, problem | every legal grid (before the rules) | after the rules | largest grids only (before) |
-    |---|---|---|---|
-    | ascend-910b GEMM | 25,256,448 (203 grids) | 9,704,448 (78) | 995,328 (8) |
-    | ascend-910b conv | 15,346,800 (203) | 4,536,000 (60) | 302,400 (4) |
-    | ascend-a5 GEMM | 45,163,008 (363) | 14,183,424 (114) | 1,119,744 (9) |
-    | ascend-a5 conv | 27,442,800 (363) | 6,123,600 (81) | 302,400 (4) |
+    | preset, problem | every legal grid | after the rules | innermost first only: all / kept | largest grids |
+    |---|---|---|---|---|
+    | ascend-910b GEMM | 25,256,448 (203 grids) | 9,704,448 (78) | same | 995,328 (8) |
+    | ascend-910b conv | 70,610,400 (934) | 7,560,000 (100) | 15,346,800 (203) / 4,536,000 (60) | 302,400 (4) |
+    | ascend-a5 GEMM | 45,163,008 (363) | 14,183,424 (114) | same | 1,119,744 (9) |
+    | ascend-a5 conv | 136,458,000 (1,805) | 10,432,800 (138) | 27,442,800 (363) / 6,123,600 (81) | 302,400 (4) |
 
     Above the enumeration limit (2M points), so the mapper searches them by structures (the grid
     and double buffering fixed) with the exact structure bounds of ascend/bounds.py. On ascend-910b
-    the rules keep 15 M sides of 24 for the conv (its 56x56 output rows split innermost first) and
-    13 N sides (64 channels).
+    the rules keep 26 M sides for the conv (per-axis splits of its 56x56 output rows, of 227 legal:
+    24 counts and 203 per-axis splits) and 13 N sides (64 channels).
     """
     if problem.is_binary:
         return cube_space(setup if isinstance(setup, CubeSetup) else cube_setup(problem, hw), prune)

@@ -112,7 +112,10 @@ class AscendTarget(FamilyTarget[Prepared]):
             return [*out, knobs_violation(mapping, CUBE_PARAMS if problem.is_binary else VECTOR_PARAMS)]
         if problem.is_binary:
             prep = self.prepared(problem)
-            f, t = prep.cube_point(cols)
+            try:
+                f, t = prep.cube_point(cols)
+            except ValueError as e:  # a core grid that is not BxMxN, or a per-axis side of the wrong length
+                return [*out, Violation(code="core-grid", message=str(e))]
             out += cc.cube_violations(prep.cube, prep.consts, f, t)
             out += cube_tile_rules(problem, self.hardware, mapping, prep.cube.k0)
         else:

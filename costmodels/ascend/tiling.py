@@ -44,13 +44,18 @@ class GroupNest:
 
 
 @cache
-def nest_group(axes: tuple[tuple[str, int], ...], counts: tuple[int, ...]) -> GroupNest:
-    """Split a group of axes over ``len(counts) + 1`` levels.
+def nest_group(
+    axes: tuple[tuple[str, int], ...], counts: tuple[int, ...], split: tuple[int, ...] | None = None
+) -> GroupNest:
+    """Split a group of axes over ``len(counts) + 1`` levels (``+ 2`` with `split`).
 
     Args:
         axes: (axis, size) pairs, outermost axis first.
         counts: the units wanted at each level, innermost first; the first is a tile size in
             elements of the flattened group, each next one a count of the previous level's units.
+        split: one more level after `counts` whose count is given per axis (outermost first), not
+            split innermost first: axis ``i`` gets ``min(split[i], what is left of it)`` (a core split
+            over the axes of a group, ascend/grids.py).
 
     Returns:
         The factors per level; the last level holds whatever remains.
@@ -74,21 +79,31 @@ def nest_group(axes: tuple[tuple[str, int], ...], counts: tuple[int, ...]) -> Gr
         for i, f in enumerate(fac):
             remaining[i] = -(-remaining[i] // f)
         levels.append(tuple(fac))
+    if split is not None:
+        fac = [min(max(1, int(c)), r) for c, r in zip(split, remaining, strict=True)]
+        remaining = [-(-r // f) for r, f in zip(remaining, fac, strict=True)]
+        levels.append(tuple(fac))
     levels.append(tuple(remaining))
     return GroupNest(axes=names, factors=tuple(levels))
 
 
-def level_sizes(axes: tuple[tuple[str, int], ...], counts: tuple[np.ndarray, ...]) -> np.ndarray:
+def level_sizes(
+    axes: tuple[tuple[str, int], ...], counts: tuple[np.ndarray, ...], split: tuple[np.ndarray, ...] | None = None
+) -> np.ndarray:
     """The level sizes of `nest_group` for many counts at once: ``[*broadcast shape, len(counts) + 1]`` int64.
 
     The same greedy split, elementwise over the broadcast of the `counts` arrays (one array per
     level, innermost first), so ``out[..., i] == nest_group(axes, counts at ...).size(i)``. Each
     step broadcasts only what it reads (a level's counts, the axes' remainders), so it costs a few
-    numpy calls on small arrays.
+    numpy calls on small arrays. `split` (one array per axis, outermost first, broadcast like the
+    counts): where its entries are positive the *last* level is split per axis as `nest_group`'s
+    ``split`` does (axis ``i`` gets ``min(split[i], what is left)``), elsewhere innermost first by
+    its count.
     """
-    shape = np.broadcast(*counts).shape if counts else ()
+    shape = np.broadcast(*counts, *(split or ())).shape if counts else ()
     out = np.empty((*shape, len(counts) + 1), dtype=np.int64)
     remaining: list[int | np.ndarray] = [size for _, size in axes]
+    last = len(counts) - 1
     for level, want in enumerate(counts):
         q = np.maximum(np.asarray(want, dtype=np.int64), 1)
         size: np.ndarray | None = None  # the product of the level's factors (None: no factor yet, 1)
@@ -99,13 +114,16 @@ def level_sizes(axes: tuple[tuple[str, int], ...], counts: tuple[np.ndarray, ...
             fac = np.minimum(r, q)
             if i:  # what the axes outside this one still get (nothing is outside the first)
                 q = np.maximum(q // r, 1)
+            if split is not None and level == last:  # per axis where the split says so
+                per_axis = np.asarray(split[i], dtype=np.int64)
+                fac = np.where(per_axis > 0, np.minimum(r, np.maximum(per_axis, 1)), fac)
             remaining[i] = (r - 1) // fac + 1  # ceil(r / fac)
             size = fac if size is None else size * fac
         out[..., level] = 1 if size is None else size
-    last: int | np.ndarray = 1
+    rest: int | np.ndarray = 1
     for r in remaining:
-        last = last * r
-    out[..., len(counts)] = last
+        rest = rest * r
+    out[..., len(counts)] = rest
     return out
 
 
@@ -165,15 +183,41 @@ def round_up(x: int | np.ndarray, m: int) -> int | np.ndarray:
     return -(-x // m) * m
 
 
-@lru_cache(maxsize=1 << 10)
-def parse_grid(grid: str) -> tuple[int, int, int]:
-    """``"1x4x6"`` -> (1, 4, 6).
+#: One side of a core grid: a count split over its group's axes innermost first, or one count per axis.
+Side = int | tuple[int, ...]
+
+
+def side_cores(side: Side) -> int:
+    """The cores one side of a grid spans: its count, or the product of its per-axis counts."""
+    return side if isinstance(side, int) else math.prod(side)
+
+
+def side_text(side: Side) -> str:
+    """``4`` or ``2*3`` (per axis, outermost first): the form `parse_grid` reads."""
+    return str(side) if isinstance(side, int) else "*".join(str(c) for c in side)
+
+
+def grid_text(sides: tuple[Side, Side, Side]) -> str:
+    return "x".join(side_text(s) for s in sides)
+
+
+@lru_cache(maxsize=1 << 12)
+def parse_grid(grid: str) -> tuple[Side, Side, Side]:
+    """``"1x4x6"`` -> (1, 4, 6); ``"1x1*2*3x4"`` -> (1, (1, 2, 3), 4): a side with ``*`` gives its cores per
+    axis of its group, outermost first (ascend/grids.py).
 
     Raises:
-        ValueError: not three positive integers.
+        ValueError: not three sides of positive integers.
     """
     parts = str(grid).split("x")
-    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise ValueError(f"core grid {grid!r} is not BxMxN (e.g. 1x4x6)")
-    b, m, n = (int(p) for p in parts)
+
+    def side(part: str) -> Side:
+        counts = part.split("*")
+        if not all(c.isdigit() and int(c) > 0 for c in counts):
+            raise ValueError(f"core grid {grid!r} is not BxMxN (e.g. 1x4x6, or 1x2*3x4: 2x3 cores over two M axes)")
+        return int(counts[0]) if len(counts) == 1 else tuple(int(c) for c in counts)
+
+    if len(parts) != 3:
+        raise ValueError(f"core grid {grid!r} is not BxMxN (e.g. 1x4x6, or 1x2*3x4: 2x3 cores over two M axes)")
+    b, m, n = (side(p) for p in parts)
     return b, m, n

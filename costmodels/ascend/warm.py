@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from costmodels.ascend.space import CubeSetup
-from costmodels.ascend.tiling import parse_grid, round_up
+from costmodels.ascend.tiling import parse_grid, round_up, side_cores
 from costmodels.protocol import Choice, SearchSpace
 from workload import dtypes
 
@@ -65,12 +65,13 @@ def cube_warm_starts(s: CubeSetup, space: SearchSpace) -> list[dict[str, Choice]
     rm, rk, rn, rl1k = recommended_tiles(s)
     variants = [(rm, rk, rn, rl1k), (rm, rk // 2, rn, 4), (rm, rk, rn // 2, 4), (rm // 2, rk, rn // 2, 4)]
     variants += [(rm // 2, rk // 2, rn // 2, 4), (64, 64, 64, 4), (32, 32, 32, 4), (16, 16, 16, 4)]
-    sides = [parse_grid(str(g)) for g in ch["core_grid"]]  # offered most cores first (ascend/grids.py)
-    largest = [
-        g
-        for g, x in zip(ch["core_grid"], sides, strict=True)
-        if not any(y != x and all(a >= b for a, b in zip(y, x, strict=True)) for y in sides)
-    ]
+    # the cores of each side (a per-axis side: their product); offered most cores first (ascend/grids.py)
+    sides = [tuple(side_cores(x) for x in parse_grid(str(g))) for g in ch["core_grid"]]
+    largest, seen = [], set()
+    for g, x in zip(ch["core_grid"], sides, strict=True):
+        if x not in seen and not any(y != x and all(a >= b for a, b in zip(y, x, strict=True)) for y in sides):
+            largest.append(g)  # the first of the grids with these cores per side (per-axis splits differ)
+        seen.add(x)
     plan = [(variants[0], True, g) for g in largest]
     plan += [(v, db, ch["core_grid"][0]) for v in variants for db in (True, False)]
     out: list[dict[str, Choice]] = []
