@@ -14,7 +14,9 @@ choices ``l`` the structure allows, the least over ``p`` of
 
 plus ``kval'`` (K-split tail, step 5), where ``x'`` is the least lane term ``x`` over the allowed
 ``l`` that keep the weight tile within the TRF (half of it when the structure fixes double buffering
-on) and the accumulated outputs within the Time Reducer (step 1: those without are infeasible);
+on) and the accumulated outputs within the Time Reducer (step 1: those without are infeasible) and
+that the tables do not mark bad (``dma`` = inf: a row count the part lacks, or a ``trf_split`` a
+smaller split dominates, `rngd.factors.trf_image`; the scorer makes their points infeasible);
 when the structure fixes ``double_buffer`` off, the CE, fill and DMA terms are added instead of
 maxed (the stages then run one after another)
 (hardware-facts.md §1.2). The structure's bound is the least ``bound(s)`` over its stage-1 rows,
@@ -82,26 +84,25 @@ class TermBound:
             lm = self._mask("l", fl)
             n_s = len(t.qa["la"]) // t.n_p
 
-            def a(name: str) -> np.ndarray:  # packet terms: [s, p, 1]
-                return t.qa[name].reshape(n_s, t.n_p)[:, :, None]
-
-            def n(name: str) -> np.ndarray:  # lane terms of the allowed lane choices: [s, 1, l]
-                return t.qn[name].reshape(n_s, t.n_l)[:, None, lm]
-
+            kvw8, og, hld = (t.qa[k].reshape(n_s, t.n_p) for k in ("kvw", "og", "hld"))
+            kvw8 = kvw8 / 8
             cap = hw.trf_half_bytes_per_slice if dbuf else hw.trf_bytes_per_slice
-            fits = (n("rhn") * a("kvw") / 8 <= cap) & (
-                a("og") * np.maximum(n("hn") * a("hld"), 1) <= hw.accumulator_cells_per_row
-            )  # trf-capacity and accumulator: a lane choice that breaks them has no feasible point here
-
-            def lo(v: np.ndarray) -> np.ndarray:
-                return np.where(fits, v, np.inf).min(axis=2, initial=np.inf)
-
+            qn = {k: t.qn[k].reshape(n_s, t.n_l) for k in ("rhn", "hn", "tn", "tnhn", "rtnhn", "dma")}
+            names = ("tn", "tnhn", "rtnhn", "trhn", "dma")
+            least = {k: np.full((n_s, t.n_p), np.inf) for k in names}
+            for j in np.flatnonzero(lm):  # one lane choice at a time: [s, p] arrays stay in cache
+                col = {k: v[:, j : j + 1] for k, v in qn.items()}
+                col["trhn"] = col["tn"] * col["rhn"]
+                # trf-capacity and accumulator (and the tables' bad lanes, dma = inf, trf-split among
+                # them): a lane choice that breaks them has no feasible point here
+                fits = (col["rhn"] * kvw8 <= cap) & (
+                    og * np.maximum(col["hn"] * hld, 1) <= hw.accumulator_cells_per_row
+                )
+                fits &= col["dma"] < np.inf
+                for k in names:
+                    np.minimum(least[k], np.where(fits, col[k], np.inf), out=least[k])
             self._lanes[key] = {
-                "tn": lo(n("tn")),
-                "tnhn": lo(n("tnhn")),
-                "rtnhn": lo(n("rtnhn")),
-                "trhn": lo(n("tn") * n("rhn")),
-                "dma": lo(n("dma")),
+                **least,
                 "kval": t.qn["kval"].reshape(n_s, t.n_l)[:, lm].min(axis=1, initial=np.inf),
             }
         return self._lanes[key]

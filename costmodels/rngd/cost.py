@@ -41,7 +41,7 @@ CONSTRAINTS: dict[str, str] = {
     "shards": "clusters and slices used must exist on the part",
     "feed-flits": "feed_flits must fit the flit buffer (<= 3 flits; 3 only for shift-reuse)",
     "trf-capacity": "the weight tile must fit the TRF (half of it when double-buffered)",
-    "trf-split": "a trf_split that only adds padding is pruned: half of it gives no more TRF loads, none larger",
+    "trf-split": "a trf_split that only adds padding is pruned: a smaller split gives no more TRF loads, none larger",
     "accumulator": "accumulated outputs must fit the Time Reducer (128 cells per row)",
     "dm-capacity": "a slice's operand share, or its streaming working set, must fit its DM (512 KiB)",
     "shift-window": "the shift window must fit the shift buffer",

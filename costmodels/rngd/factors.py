@@ -33,7 +33,7 @@ from workload.problem import Problem
 Arrays = dict[str, np.ndarray]
 
 
-def _take(sizes: list[np.ndarray], f: np.ndarray, *, inner: bool) -> list[np.ndarray]:
+def spread_factor(sizes: list[np.ndarray], f: np.ndarray, *, inner: bool) -> list[np.ndarray]:
     """Split factor `f` over axes of the given extents (outer to inner), from the inner or outer end.
 
     An axis that is at least the remaining factor takes all of it; a smaller axis that divides the
@@ -105,15 +105,15 @@ def shard_factors(r: Roles, c: np.ndarray, s: np.ndarray, rc: np.ndarray, rs: np
         axes = list(r.axes[role])
         if not axes:
             continue
-        got = _take([sz[a] for a in axes], c, inner=False)
+        got = spread_factor([sz[a] for a in axes], c, inner=False)
         for a, f in zip(axes, got, strict=True):
             out[f"cl:{a}"] = np.where(rc == role, f, 1)
             e1[a] = _ceil(sz[a], out[f"cl:{a}"])
         # shift-reuse keeps the filter width whole in the slice (it is the shift loop)
         s_role = slice_factor(rs, s, role)
-        plain = _take([e1[a] for a in axes], s_role, inner=False)
+        plain = spread_factor([e1[a] for a in axes], s_role, inner=False)
         sh_axes = [a for a in axes if a not in fixed_shift]
-        shifted = _take([e1[a] for a in sh_axes], s_role, inner=False) if sh_axes else []
+        shifted = spread_factor([e1[a] for a in sh_axes], s_role, inner=False) if sh_axes else []
         sh_map = dict(zip(sh_axes, shifted, strict=True))
         for a, f in zip(axes, plain, strict=True):
             alt = sh_map.get(a, np.ones(n, dtype=np.int64))
@@ -144,12 +144,12 @@ def packet_factors(
         out[f"z:{a}"] = np.ones(n, dtype=np.int64)
     kx = list(r.axes["k"])
     if kx:
-        for a, f in zip(kx, _take([e2[a] for a in kx], pk, inner=True), strict=True):
+        for a, f in zip(kx, spread_factor([e2[a] for a in kx], pk, inner=True), strict=True):
             out[f"pkt:{a}"] = f
     for role in ("b", "m"):
         ax = list(r.axes[role])
         if ax:
-            for a, f in zip(ax, _take([e2[a] for a in ax], pf, inner=True), strict=True):
+            for a, f in zip(ax, spread_factor([e2[a] for a in ax], pf, inner=True), strict=True):
                 out[f"pkt:{a}"] = np.where(role_p == role, f, out[f"pkt:{a}"])
     if r.conv is not None:
         _shift_packet(r.conv, hw, r.in_dtype, feed, shift, e2, out)
@@ -164,47 +164,133 @@ def lane_factors(
 ) -> Arrays:
     """Stage 3: rows, TRF chunks and the remaining H loop of the N axes (``pkt`` of the N axes given).
 
-    ``trf_padding_only`` marks a ``trf_split`` that only adds padding: half of it gives no more
-    TRF loads (``tn``) and no larger ones (``hn``), so it is pruned (`trf_padding_only`).
+    ``trf_image`` is the smallest split that is at least as good as ``trf_split`` (`trf_image`);
+    ``trf_padding_only`` marks a split whose image is smaller: it is pruned (violation ``trf-split``).
     """
-    out: Arrays = {"rows": rows, "trf": trf, "trf_padding_only": np.zeros(len(trf), dtype=bool)}
+    out: Arrays = {
+        "rows": rows,
+        "trf": trf,
+        "trf_image": trf.copy(),
+        "trf_padding_only": np.zeros(len(trf), dtype=bool),
+    }
     nx = list(r.axes["n"])
     if not nx:
         return out
-    got = _take([e2[a] for a in nx], rows, inner=True)
+    got = spread_factor([e2[a] for a in nx], rows, inner=True)
     rem = {a: _ceil(e2[a], pkt[a] * f) for a, f in zip(nx, got, strict=True)}
     for a, f in zip(nx, got, strict=True):
         out[f"row:{a}"] = f
-    for a, f in zip(nx, _take([rem[a] for a in nx], trf, inner=False), strict=True):
-        out[f"t:{a}"] = f
-        out[f"h:{a}"] = _ceil(rem[a], f)
-    out["trf_padding_only"] = trf_padding_only(
-        [rem[a] for a in nx], trf, [out[f"t:{a}"] for a in nx], [out[f"h:{a}"] for a in nx]
-    )
+    t, h = trf_loads([rem[a] for a in nx], trf)
+    for a, ta, ha in zip(nx, t, h, strict=True):
+        out[f"t:{a}"] = ta
+        out[f"h:{a}"] = ha
+    out["trf_image"] = trf_image([rem[a] for a in nx], trf)
+    out["trf_padding_only"] = out["trf_image"] < trf
     return out
 
 
-def trf_padding_only(rem: list[np.ndarray], trf: np.ndarray, t: list[np.ndarray], h: list[np.ndarray]) -> np.ndarray:
-    """Points whose ``trf_split`` is dominated by half of it (the other choices the same).
+def trf_loads(rem: list[np.ndarray], trf: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """TRF chunks ``t`` and N groups per chunk ``h`` of each N axis (extents `rem` per row) for `trf` chunks."""
+    t = spread_factor(rem, trf, inner=False)
+    return t, [_ceil(x, f) for x, f in zip(rem, t, strict=True)]
 
-    The TRF split enters the RNGD cost only through the products ``tn`` (TRF loads: product of
-    the ``t`` factors) and ``hn`` (N groups per load: product of the ``h`` factors), and every
-    cost term and objective is non-decreasing in each (`rngd.cost.combine`: packets
-    ``la * tn * hn``, stream ``tn * max(hn * nbc, 1)``, drain ``tn * hn``, TRF tile and working set
-    ``hn``, fill ``tn * hn``, HBM bytes ``tn`` when streaming, accumulator cells ``hn``; the totals
-    are sums and maxima of these), as is every constraint that depends on them (TRF capacity,
-    accumulator, DM). So when ``trf_split / 2`` (also in the space: its choices are the powers of
-    two up to a bound) gives ``tn' <= tn`` and ``hn' <= hn``, it is at least as good on every
-    objective and feasible whenever this point is: the point only adds padding (whole chunks of
-    dummy N, e.g. 8 loads of one N group where 4 loads cover 3) or repeats a smaller split.
+
+#: every split a point's image is searched among (`trf_image`): every integer up to `TRF_DENSE`,
+#: then the powers of two up to `TRF_LIMIT` (issue #12; the space of issue #13 had the powers of two)
+TRF_DENSE = 8
+TRF_LIMIT = 64
+TRF_CANDIDATES = (*range(1, TRF_DENSE + 1), *(1 << i for i in range(TRF_DENSE.bit_length(), 7) if 1 << i <= TRF_LIMIT))
+
+
+def trf_image(rem: list[np.ndarray], trf: np.ndarray) -> np.ndarray:
+    """The smallest candidate split ``t' <= trf_split`` (`TRF_CANDIDATES`) whose TRF loads ``tn'`` and
+    N groups per load ``hn'`` are no larger than the point's (``tn``, ``hn``: products over the N
+    axes of `trf_loads`); the split itself when no smaller candidate qualifies.
+
+    Dominance (issue #12; it generalises "half the split" of issue #13): the TRF split enters the
+    RNGD cost only through ``tn`` and ``hn`` (and their products), and every cost term, objective
+    and constraint is non-decreasing in each (`rngd.cost.combine`: packets ``la * tn * hn``, stream
+    ``tn * max(hn * nbc, 1)``, drain ``rows * tn * hn``, the last group's drain ``hn``, TRF tile,
+    working set and one fill ``rows * hn``, all fills ``tn * rows * hn``, HBM bytes ``tn`` when
+    streaming, accumulator cells ``hn``; energy from those bytes; the totals are sums, products of
+    non-negative terms and maxima; the TRF-capacity, accumulator and DM constraints are upper limits
+    on them). So a point whose image ``t'`` is smaller than its split is matched or beaten on every
+    objective by the point with ``trf_split = t'`` (the other choices the same), which is feasible
+    whenever it is: the larger split only adds padding (dummy N chunks) or repeats a smaller split's
+    loads. The image is its own image (a smaller candidate dominating it would dominate the point
+    too, the order being transitive), so it is never pruned, and the space offers it: the space's
+    splits are the candidates that are their own image for some row (`rngd.trf_splits`), and the
+    image is a candidate. `tests/costmodels/rngd/test_rngd_trf_prune.py` checks this point by point
+    against the space of every candidate, and the image against a search over every smaller candidate.
+
+    Computed on the distinct (extents, split) rows, one pass per candidate below the largest split.
     """
-    half = np.maximum(trf // 2, 1)
-    t2 = _take(rem, half, inner=False)
-    tn = np.prod(np.stack(t), axis=0)
-    hn = np.prod(np.stack(h), axis=0)
-    tn2 = np.prod(np.stack(t2), axis=0)
-    hn2 = np.prod(np.stack([_ceil(x, f) for x, f in zip(rem, t2, strict=True)]), axis=0)
-    return (trf >= 2) & (tn2 <= tn) & (hn2 <= hn)
+    trf = np.asarray(trf, dtype=np.int64)
+    if len(trf) == 0:
+        return trf.copy()
+    if len(rem) == 1:
+        return _one_axis_image(np.asarray(rem[0], dtype=np.int64), trf)
+    cols = [np.asarray(x, dtype=np.int64) for x in (*rem, trf)]
+    u_cols, inv = _distinct_rows(cols)
+    u_rem, u_trf = u_cols[:-1], u_cols[-1]
+    t, h = trf_loads(u_rem, u_trf)
+    tn, hn = np.prod(np.stack(t), axis=0), np.prod(np.stack(h), axis=0)
+    image = u_trf.copy()
+    for c in TRF_CANDIDATES:
+        if c >= int(u_trf.max()):
+            break
+        tc, hc = trf_loads(u_rem, np.full_like(u_trf, c))
+        better = (image == u_trf) & (c < u_trf)
+        better &= (np.prod(np.stack(tc), axis=0) <= tn) & (np.prod(np.stack(hc), axis=0) <= hn)
+        image = np.where(better, c, image)
+    return image[inv]
+
+
+def _one_axis_image(big: np.ndarray, trf: np.ndarray) -> np.ndarray:
+    """`trf_image` of one N axis of extent ``R`` (`big`) per row, without a search.
+
+    ``t <= R``: ``tn = t``, ``hn = ceil(R / t)``; a candidate ``c < t`` qualifies when ``ceil(R / c) <=
+    hn``, that is ``c >= ceil(R / hn)``: the image is the smallest candidate at least that (``t`` if none
+    is below ``t``). ``t > R``: ``hn = 1`` and ``tn = R`` when ``R`` divides ``t``, else ``t``; a candidate
+    ``c`` in ``[R, t)`` has ``hn = 1`` and ``tn = R`` (``R`` divides ``c``) or ``c``: the image is the
+    smallest candidate in ``[R, t)``, a multiple of ``R`` when ``tn = R``.
+    """
+    cand = np.asarray(TRF_CANDIDATES, dtype=np.int64)
+    big = np.maximum(big, 1)
+    t = np.maximum(trf, 1)
+    hn = _ceil(big, np.minimum(t, big))
+    first = cand[np.minimum(np.searchsorted(cand, _ceil(big, hn)), len(cand) - 1)]
+    first = np.where(first >= _ceil(big, hn), first, t)  # (no candidate at least the bound: keep t)
+    image = np.where(first < t, first, t)
+    whole = (t > big) & (t % big == 0)  # tn = R: only a multiple of R in [R, t) matches it
+    at = np.flatnonzero(whole)
+    if len(at):
+        b, tw = big[at], t[at]
+        mult = tw.copy()
+        for c in cand[::-1]:
+            mult = np.where((c >= b) & (c % b == 0) & (c < tw), c, mult)
+        image[at] = mult
+    return np.where(trf < 1, trf, image)
+
+
+def _distinct_rows(cols: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
+    """The distinct rows of equal-length non-negative integer columns, and each row's index among them.
+
+    One sort of a mixed-radix key when it fits in 62 bits (the tables' case), else a row-wise unique.
+    """
+    radix = [int(c.max(initial=0)) + 1 for c in cols]
+    if math.prod(radix) < 1 << 62 and all(int(c.min(initial=0)) >= 0 for c in cols):
+        key = np.zeros(len(cols[0]), dtype=np.int64)
+        for c, b in zip(cols, radix, strict=True):
+            key = key * b + c
+        u_key, inv = np.unique(key, return_inverse=True)
+        out = []
+        for b in reversed(radix):
+            out.append(u_key % b)
+            u_key = u_key // b
+        return out[::-1], inv.reshape(-1)
+    uniq, inv = np.unique(np.column_stack(cols), axis=0, return_inverse=True)
+    return [uniq[:, i] for i in range(len(cols))], inv.reshape(-1)
 
 
 def factors(problem: Problem, hw: RngdHardware, cols: Cols) -> Arrays:

@@ -12,7 +12,7 @@ lands on ``[chip | cluster | slice (H loops) | row | time | packet]``
 - ``inner``: innermost time loop, ``"k"`` (time reduction) or ``"n"`` (time broadcast of the
   streamed packet over N/rows groups held in the accumulator).
 - ``trf_split``: N chunks per slice, each a separate TRF load (a split that only adds padding,
-  dominated by half of it, is pruned: `rngd.factors.trf_padding_only`, violation ``trf-split``);
+  dominated by a smaller split, is pruned: `rngd.factors.trf_image`, violation ``trf-split``);
   ``double_buffer``: FirstHalf / SecondHalf TRF mode.
 - ``clusters``/``cluster_role`` and ``slices``/``slice_role``: sharding of one role over each.
 - ``feed_flits``: flits per packet (1 or 2) or, with ``shift``, the shift buffer depth (2, 3).
@@ -84,17 +84,6 @@ def shift_possible(conv: Conv2dParams | None) -> bool:
     return sw == 1 or dw == 1 or dw % sw == 0
 
 
-def _pow2_upto(limit: int) -> tuple[int, ...]:
-    out = [1]
-    while out[-1] * 2 <= limit:
-        out.append(out[-1] * 2)
-    return tuple(out)
-
-
-def _next_pow2(x: int) -> int:
-    return 1 << max(0, (x - 1).bit_length())
-
-
 def build_space(problem: Problem, hw: RngdHardware, *, prune: bool = True) -> SearchSpace:
     """The mapping space of a binary problem: every legal choice, less those a proved rule dominates.
 
@@ -104,24 +93,29 @@ def build_space(problem: Problem, hw: RngdHardware, *, prune: bool = True) -> Se
     ``packet_k`` every divisor of the packet (the power-of-two element count has no others:
     contraction-engine-rngd.txt, "Mixed configurations" via the packet reducer's groups; a
     non-divisor fails ``packet``); rows 1, 2, 4 or 8 (Constraints, "Row utilization"); feed_flits
-    up to the flit buffer (3 only with shift-reuse). ``trf_split`` stays the powers of two up to
-    64 (splits that only pad pruned by ``trf-split``). With ``prune`` (the default) slice counts a
-    smaller count dominates are left out (`rngd.slices`, proved there and checked point by point
-    against ``prune=False`` in `tests/costmodels/rngd/test_rngd_slices.py`).
+    up to the flit buffer (3 only with shift-reuse). ``trf_split`` every split up to 8, then the
+    powers of two up to 64 (`rngd.factors.TRF_CANDIDATES`; larger or other splits remain left out,
+    see `rngd.trf_splits`). With ``prune`` (the default) slice counts a smaller count dominates are
+    left out (`rngd.slices`, proved there and checked point by point against ``prune=False`` in
+    `tests/costmodels/rngd/test_rngd_slices.py`), and so are the splits no row needs (a smaller split
+    gives it no more TRF loads and none larger: `rngd.trf_splits`, `rngd.factors.trf_image`; any
+    split such a rule dominates fails ``trf-split``, checked in `test_rngd_trf_prune.py`).
 
-    Sizes (points; `tests/costmodels/rngd/test_rngd_slices.py` recomputes them), bf16, preset rngd:
+    Sizes (points; `tests/costmodels/rngd/test_rngd_slices.py` recomputes the first two), bf16, preset
+    rngd; "splits 2^k" is the pruned space before the splits widened (powers of two up to 64):
 
-    ====================================================  ===========  ===========  ==========
-    problem                                               pruned       unpruned     before #12
-    ====================================================  ===========  ===========  ==========
-    4096^3 GEMM                                           10,983,168   12,386,304   290,304
-    ResNet-50 3x3 conv 64->64 @56, batch 16, padding 1    14,950,656   37,158,912   870,912
-    ====================================================  ===========  ===========  ==========
+    ====================================================  ===========  ===========  ==========  ==========
+    problem                                               pruned       unpruned     splits 2^k  before #12
+    ====================================================  ===========  ===========  ==========  ==========
+    4096^3 GEMM                                           17,259,264   19,464,192   10,983,168  290,304
+    ResNet-50 3x3 conv 64->64 @56, batch 16, padding 1    23,493,888   58,392,576   14,950,656  870,912
+    ====================================================  ===========  ===========  ==========  ==========
 
     Above the mapper's enumeration limit (2,000,000 points) the search is branch and bound over
     structures, with `RngdTarget.structure_bound` (`rngd.bounds`) as each structure's bound.
     """
-    from costmodels.rngd.slices import kept_counts  # (it builds on rngd.factors, which imports this module)
+    from costmodels.rngd.slices import kept_counts  # (they build on rngd.factors, which imports this module)
+    from costmodels.rngd.trf_splits import all_splits, kept_splits
 
     r = roles_of(problem)
     size = {role: int(np.prod([r.sizes[a] for a in r.axes[role]])) for role in ROLES}
@@ -136,14 +130,15 @@ def build_space(problem: Problem, hw: RngdHardware, *, prune: bool = True) -> Se
     most = max([size[x] for x in c_roles if x in size] or [1])
     clusters = tuple(range(1, min(hw.clusters, most) + 1))
     rows = tuple(x for x in ROW_CHOICES if x <= hw.rows) if r.present("n") else (1,)
-    trf = _pow2_upto(min(64, _next_pow2(size["n"]))) if r.present("n") else (1,)
     shift = (False, True) if shift_possible(r.conv) else (False,)
     feeds = tuple(range(1, hw.max_feed_flits + 1)) if shift[-1] else tuple(range(1, min(2, hw.max_feed_flits) + 1))
     # a count above every role's extent (or above their product for a 2-D split) only pads: it is dominated
     top = min(hw.slices_per_cluster, biggest * (max(sorted(size[x] for x in shard)[-2:-1] or [1])))
     slices = tuple(range(1, max(top, 1) + 1))
+    trf = all_splits(r)
     if prune:
         slices = kept_counts(r, slices, clusters, c_roles, s_roles, shift)
+        trf = kept_splits(r, slices, clusters, c_roles, s_roles, shift, rows)
     # Stage-1 choices first, so that the points the mapper scores in a row (last parameter fastest)
     # share their stage-1 row of the scorer's tables (`rngd.scoring`): gathers stay in cache.
     params = (
@@ -158,6 +153,8 @@ def build_space(problem: Problem, hw: RngdHardware, *, prune: bool = True) -> Se
         Param(name="feed_flits", choices=feeds, doc="flits per packet / shift buffer depth"),
         Param(name="inner", choices=("k", "n"), doc="innermost time loop: reduce K or broadcast over N"),
         Param(name="rows", choices=rows, doc="rows (lanes) used, holding N"),
-        Param(name="trf_split", choices=trf, doc="TRF loads per slice (N chunks)"),
+        Param(
+            name="trf_split", choices=trf, doc="TRF loads per slice (N chunks; splits a smaller one dominates left out)"
+        ),
     )
     return SearchSpace(params=params)

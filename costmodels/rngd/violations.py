@@ -103,7 +103,7 @@ def violation_messages(
         n_axes = roles_of(problem).axes["n"]
         tn = int(np.prod([val(f"t:{a}") for a in n_axes]))
         hn = int(np.prod([val(f"h:{a}") for a in n_axes]))
-        smaller = int(point["trf_split"]) // 2
+        smaller = int(val("trf_image"))
         out.append(
             Violation(
                 code="trf-split",

@@ -108,7 +108,8 @@ def test_trf_capacity_message_says_how_to_tile() -> None:
     vs = T.check(p, T.mapping(p, {**BASE, "inner": "k"}))
     assert [v.code for v in vs] == ["trf-capacity"]
     assert vs[0].message.startswith("TRF needs 192 KiB per slice, 64 KiB available: tile N by 3 or more")
-    assert _codes(p, {**BASE, "inner": "k", "trf_split": 4}) == []
+    assert _codes(p, {**BASE, "inner": "k", "trf_split": 3}) == []  # the advice: 3 loads of 2 groups fit
+    assert _codes(p, {**BASE, "inner": "k", "trf_split": 4}) == ["trf-split"]  # 4 loads of 2: 3 do as well
 
 
 def test_time_reducer_capacity() -> None:
