@@ -165,11 +165,10 @@ class TrainiumTarget(FamilyTarget[Prepared]):
                 raise ValueError(f"{name}={value!r} is not a choice of this space: {choices[name]}")
         index: list[int | slice] = []
         for name in TILE_PARAMS:
-            value = fixed_choices.get(name)
-            if value is None:
-                index.append(slice(None))
+            if name in fixed_choices:
+                index.append(choices[name].index(fixed_choices[name]))
             else:
-                index.append(choices[name].index(value))
+                index.append(slice(None))
         closed = float(np.min(cycles[tuple(index)])) / self.hardware.te_clock_hz
         grid = self._bounds.get(problem)
         return closed if grid is None else max(closed, grid(fixed_choices))
