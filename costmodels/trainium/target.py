@@ -160,15 +160,15 @@ class TrainiumTarget(FamilyTarget[Prepared]):
         unknown = sorted(set(fixed_choices) - set(choices))
         if unknown:
             raise ValueError(f"no parameter {unknown[0]!r} in this space: its parameters are {sorted(choices)}")
+        for name, value in fixed_choices.items():
+            if value not in choices[name]:
+                raise ValueError(f"{name}={value!r} is not a choice of this space: {choices[name]}")
         index: list[int | slice] = []
         for name in TILE_PARAMS:
-            value = fixed_choices.get(name)
-            if value is None:
-                index.append(slice(None))
-            elif value in choices[name]:
-                index.append(choices[name].index(value))
+            if name in fixed_choices:
+                index.append(choices[name].index(fixed_choices[name]))
             else:
-                raise ValueError(f"{name}={value!r} is not a choice of this space: {choices[name]}")
+                index.append(slice(None))
         closed = float(np.min(cycles[tuple(index)])) / self.hardware.te_clock_hz
         grid = self._bounds.get(problem)
         return closed if grid is None else max(closed, grid(fixed_choices))

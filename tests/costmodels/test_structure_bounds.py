@@ -51,7 +51,7 @@ FAMILIES = {
         max_mkn=(700, 400, 300),
         dtypes=("bf16", "f16", "f8e4m3", "f32"),
         clock="te_clock_hz",
-        bad_choice=("tile_mov", 99, "tile_mov=99 is not a choice"),
+        bad_choice=("tile_mov", 999, "tile_mov=999 is not a choice"),
         bnb=({"m": 127, "k": 500, "n": 300}, 2048, 150),
     ),
     "tenstorrent": Family(
