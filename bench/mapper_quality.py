@@ -3,7 +3,8 @@
 For every target and every distinct layer (by content hash) of ResNet-50 (all 53 convs, batch 1),
 BERT-base (GEMMs) and a Llama-7B decode and prefill layer, with the default budget:
 
-- the found latency, the exhaustive optimum (computed once by vectorised enumeration and cached in
+- the found latency, the exhaustive optimum (computed once by vectorised enumeration, or for a
+  space above `EXHAUSTIVE_LIMIT` points by a best-first proof (`proven_optimum`), and cached in
   ``bench/optima.json`` under ``preset|content hash|cost-model version``, so a model change is seen
   and recomputed), the gap, the search time, the time with the executor's validation, trials/s;
 - on the same layer and trial budget, side by side: the mapper's TPE path (warm start, sub-spaces,
@@ -70,9 +71,39 @@ def distinct_layers(workloads: tuple[str, ...], quick: bool) -> list[tuple[str, 
     return rows[::4] if quick else rows
 
 
-def exhaustive(target: Target, problem: Problem) -> dict[str, Any]:
-    """Score the whole space: the optimum and how many points lie within 1% of it."""
+#: spaces above this many points are not enumerated: their optimum is best-first's proof (`proven_optimum`)
+EXHAUSTIVE_LIMIT = 200_000_000
+
+
+def proven_optimum(target: Target, problem: Problem) -> dict[str, Any]:
+    """The optimum of a space too large to enumerate (Trainium's every tile count): best-first's proof.
+
+    Best-first scores structures in ascending bound order and stops when the next bound cannot beat
+    the best, so its answer is optimal over the space when it stops proven (stop ``lower-bound`` or
+    ``space-exhausted``); the bound's admissibility and best-first's agreement with enumeration are
+    tested on problems small enough to enumerate (tests/costmodels/trainium/test_trainium_tile_bounds.py).
+    An unproven answer is recorded with ``proven: false``, not as an optimum.
+    """
+    from mapper.search import tune_as_given
+
     space = target.space(problem)
+    r = tune_as_given(problem, target, SearchSettings(strategy="bestfirst", max_seconds=600.0), validate=False)
+    best = r.best_value("latency")
+    return {
+        "label": problem.label,
+        "latency": best if r.proven_optimal else None,
+        "points": space.size,
+        "feasible": None,
+        "near": None,
+        "method": "best-first proof" if r.proven_optimal else f"unproven ({r.stop_reason})",
+    }
+
+
+def exhaustive(target: Target, problem: Problem) -> dict[str, Any]:
+    """Score the whole space: the optimum and how many points lie within 1% of it (above the limit: a proof)."""
+    space = target.space(problem)
+    if space.size > EXHAUSTIVE_LIMIT:
+        return proven_optimum(target, problem)
     plan = ChunkPlan(space, 1 << 16)
     decode = SpaceCoder(space).decode
     parts = []
@@ -179,20 +210,30 @@ def timed_layer(target: Target, problem: Problem) -> dict[str, Any]:
     }
 
 
+def target_space_size(preset: str, problem: Problem) -> int:
+    from costmodels.registry import get_target
+
+    return get_target(preset).space(problem).size
+
+
 def scorer_rates(preset: str, problems: list[Problem]) -> tuple[float, float]:
     """(cold, steady) points/s of enumerating every layer's whole space the mapper's way, over all layers.
 
-    Cold: a fresh target per layer, per-problem preparation included (`bench.scorer_speed.enumerate_once`);
+    Spaces above `EXHAUSTIVE_LIMIT` are left out (not enumerated). Cold: a fresh target per layer,
+    per-problem preparation included (`bench.scorer_speed.enumerate_once`);
     steady: the same target again. Each is total points / total seconds, so large spaces weigh by size.
     """
     from costmodels.registry import get_target
 
     points = cold = steady = 0.0
+    problems = [p for p in problems if target_space_size(preset, p) <= EXHAUSTIVE_LIMIT]
     for p in problems:
         target = get_target(preset)
         n, c = enumerate_once(target, p)
         points, cold = points + n, cold + c
         steady += min(enumerate_once(target, p)[1] for _ in range(2))
+    if not points:  # every space above the limit: no enumeration to time
+        return float("nan"), float("nan")
     return points / cold, points / steady
 
 

@@ -40,7 +40,7 @@ def ladder_optimum(target: TrainiumTarget, problem: Problem) -> float:
 
 
 def run_preset(preset: str, layers: list[tuple[str, Problem, int]]) -> list[dict[str, object]]:
-    target = get_target(preset)
+    target = get_target(preset, {"tile_space": "every"})
     assert isinstance(target, TrainiumTarget)
     usable = [(wl, p) for wl, p, _ in layers if not target.supports(p)]
     tune(usable[0][1], target, SearchSettings(max_trials=3), validate=False)  # warm-up (imports, caches)

@@ -8,6 +8,8 @@ the cost model cannot price.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from costmodels.energy import EnergyTable
@@ -16,6 +18,8 @@ from costmodels.energy import EnergyTable
 ENERGY_LEVELS: tuple[str, ...] = ("hbm", "sbuf", "psum")
 #: the input dtypes nc_matmul takes (nki-nc_matmul.txt), each needing a MAC energy
 ENERGY_DTYPES: tuple[str, ...] = ("f8e4m3", "f8e5m2", "bf16", "f16", "f32")
+#: fields that are search options, not chip facts: no preset cites them (their default is in the model)
+SEARCH_OPTIONS: frozenset[str] = frozenset({"tile_space"})
 
 
 class TrainiumHardware(BaseModel):
@@ -41,6 +45,14 @@ class TrainiumHardware(BaseModel):
     fp32_cost_factor: float = Field(ge=1, description="fp32 nc_matmul costs this many times the bf16 cost")
     access_overhead_cycles: float = Field(ge=0, description="static overhead of one SBUF/PSUM access")
     energy: EnergyTable = Field(description="pJ per MAC by dtype and per byte by level, each with its source")
+    # A search option, not a chip fact: which tile space the mapper offers (issue #12). The default
+    # is the ladder space, enumerated whole; "every" is every legal tile count (rule T1), searched by
+    # best-first branch and bound with a proof over it (costmodels/trainium/tiles.py).
+    tile_space: Literal["ladder", "every"] = Field(
+        default="ladder",
+        description="tiles offered: 'ladder' (2^a and 3*2^a caps within 2 M points, enumerated) or 'every' "
+        "(every tile count, proven by best-first branch and bound over the whole tile space)",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> TrainiumHardware:

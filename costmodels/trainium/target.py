@@ -50,7 +50,7 @@ from costmodels.trainium.mapping import KNOBS, build_mapping, mapping_quantities
 from costmodels.trainium.nest import Roles
 from costmodels.trainium.render import render_mapping
 from costmodels.trainium.scoring import GridScorer, price_grid
-from costmodels.trainium.space import EVERY, build_space, double_row, problem_consts
+from costmodels.trainium.space import EVERY, LADDER, build_space, double_row, problem_consts
 from costmodels.trainium.subgrid import GRID_LIMIT, SubgridScorer
 from costmodels.trainium.violations import NC_MATMUL_DTYPES, RULES, violation_messages
 from costmodels.trainium.warm import warm_points
@@ -77,12 +77,13 @@ class TrainiumTarget(FamilyTarget[Prepared]):
     family = "trainium"
     objectives = (*OBJECTIVES, "energy")
     keep = 4  # priced grids kept per target (each <= 24 bytes per point of the space)
-    #: the tiles `build_space` offers: every tile count (rule T1); `space.LADDER` gives the space offered before
-    tiles: str = EVERY
 
     def __init__(self, name: str, hardware: TrainiumHardware) -> None:
         super().__init__(name, hardware)
         self.hardware: TrainiumHardware = hardware
+        #: the tiles `build_space` offers: `space.LADDER` (the default) or `space.EVERY`, every tile count
+        #: (rule T1), from the ``tile_space`` override
+        self.tiles: str = EVERY if hardware.tile_space == "every" else LADDER
         self._bounds: ProblemMemo[EngineBound | None] = ProblemMemo(self._engine_bound, size=self.keep)
         self._tile_bounds: ProblemMemo[np.ndarray | None] = ProblemMemo(self._tile_bound_cycles, size=self.keep)
 

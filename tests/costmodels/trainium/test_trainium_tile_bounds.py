@@ -31,7 +31,7 @@ from workload.problem import Problem
 
 
 def target(name: str) -> TrainiumTarget:
-    t = get_target(name)
+    t = get_target(name, {"tile_space": "every"})
     assert isinstance(t, TrainiumTarget)
     return t
 
@@ -203,3 +203,19 @@ def test_a_problem_trainium_cannot_run_gets_no_bulk_structures() -> None:
     assert t.supports(p)
     assert bulk_params(p, t, t.space(p)) is None
     assert tile_bounds is not None
+
+
+def test_the_tile_space_is_chosen_per_request() -> None:
+    """``tile_space`` (an override): the ladder by default, every tile count on request; a bad value is refused."""
+    from workload.errors import ProblemError
+
+    p = einsum("mk,kn->mn", {"m": 64, "k": 64, "n": 64}, dtype="bf16", weight=1)
+    ladder, every = get_target("trn2"), target("trn2")
+    assert ladder.space(p).size == build_space(p, every.hardware, tiles=LADDER).size < every.space(p).size
+    a = tune(p, ladder, SearchSettings(), validate=False)
+    b = tune(p, every, SearchSettings(), validate=False)
+    assert a.proven_optimal and b.proven_optimal and b.certificate is not None
+    la, lb = a.best_value("latency"), b.best_value("latency")
+    assert la is not None and lb is not None and lb <= la
+    with pytest.raises(ProblemError, match="tile_space"):
+        get_target("trn2", {"tile_space": "all"})

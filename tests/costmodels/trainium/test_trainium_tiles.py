@@ -28,7 +28,7 @@ from workload.problem import Problem
 
 
 def target(name: str) -> TrainiumTarget:
-    t = get_target(name)
+    t = get_target(name, {"tile_space": "every"})
     assert isinstance(t, TrainiumTarget)
     return t
 
