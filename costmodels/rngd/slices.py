@@ -35,6 +35,30 @@ from costmodels.rngd.factors import shard_factors
 from costmodels.rngd.space import ROLES, Roles
 
 
+def stage1_factors(
+    r: Roles,
+    counts: tuple[int, ...],
+    clusters: tuple[int, ...],
+    c_roles: tuple[str, ...],
+    s_roles: tuple[str, ...],
+    shifts: tuple[bool, ...],
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Every stage-1 choice (cluster, cluster role, shift, slice role, count; count fastest) and its shard factors.
+
+    Returns the cluster count of each choice (the grid's length) and `shard_factors` over the grid.
+    """
+    grid = np.meshgrid(
+        np.asarray(clusters, dtype=np.int64),
+        np.asarray(c_roles),
+        np.asarray(shifts, dtype=bool),
+        np.asarray(s_roles),
+        np.asarray(counts, dtype=np.int64),
+        indexing="ij",
+    )
+    c, rc, sh, rs, s = (g.reshape(-1) for g in grid)
+    return c, shard_factors(r, c, s, rc, rs, sh)
+
+
 def slice_images(
     r: Roles,
     counts: tuple[int, ...],
@@ -53,21 +77,12 @@ def slice_images(
     increasing.
     """
     n_r, n_s = len(s_roles), len(counts)
-    grid = np.meshgrid(
-        np.asarray(clusters, dtype=np.int64),
-        np.asarray(c_roles),
-        np.asarray(shifts, dtype=bool),
-        np.asarray(s_roles),
-        np.asarray(counts, dtype=np.int64),
-        indexing="ij",
-    )
-    c, rc, sh, rs, s = (g.reshape(-1) for g in grid)
-    f = shard_factors(r, c, s, rc, rs, sh)
+    c, f = stage1_factors(r, counts, clusters, c_roles, s_roles, shifts)
     m = n_r * n_s  # choices (role, count) of one combination of the other stage-1 choices
     n_combo = len(c) // m
     combo = np.repeat(np.arange(n_combo), m)
     e2 = np.stack([f[f"e2:{a}"] for a in sorted(r.sizes)], axis=1)
-    ones = np.ones_like(s)
+    ones = np.ones_like(c)
     share = np.stack([np.prod([f[f"sl:{a}"] for a in r.axes[role]] or [ones], axis=0) for role in ROLES], axis=1)
     _, gid = np.unique(np.column_stack([combo, e2]), axis=0, return_inverse=True)
     gid = gid.reshape(-1)

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from costmodels.rngd.factors import TRF_CANDIDATES, shard_factors, spread_factor, trf_image
+from costmodels.rngd.factors import TRF_CANDIDATES, spread_factor, trf_image
+from costmodels.rngd.slices import stage1_factors
 from costmodels.rngd.space import Roles
 
 
@@ -60,16 +61,7 @@ def kept_splits(
     nx = list(r.axes["n"])
     if not nx or len(splits) == 1:
         return splits
-    grid = np.meshgrid(
-        np.asarray(clusters, dtype=np.int64),
-        np.asarray(c_roles),
-        np.asarray(shifts, dtype=bool),
-        np.asarray(s_roles),
-        np.asarray(counts, dtype=np.int64),
-        indexing="ij",
-    )
-    c, rc, sh, rs, s = (g.reshape(-1) for g in grid)
-    f = shard_factors(r, c, s, rc, rs, sh)
+    _, f = stage1_factors(r, counts, clusters, c_roles, s_roles, shifts)
     e2 = np.unique(np.stack([f[f"e2:{a}"] for a in nx], axis=1), axis=0)  # distinct N extents of a slice
     n_e, n_r, n_t = len(e2), len(rows), len(splits)
     ext = [np.repeat(e2[:, i], n_r * n_t) for i in range(len(nx))]  # (extent, rows, split), split fastest
