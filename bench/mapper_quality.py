@@ -210,12 +210,6 @@ def timed_layer(target: Target, problem: Problem) -> dict[str, Any]:
     }
 
 
-def target_space_size(preset: str, problem: Problem) -> int:
-    from costmodels.registry import get_target
-
-    return get_target(preset).space(problem).size
-
-
 def scorer_rates(preset: str, problems: list[Problem]) -> tuple[float, float]:
     """(cold, steady) points/s of enumerating every layer's whole space the mapper's way, over all layers.
 
@@ -226,7 +220,8 @@ def scorer_rates(preset: str, problems: list[Problem]) -> tuple[float, float]:
     from costmodels.registry import get_target
 
     points = cold = steady = 0.0
-    problems = [p for p in problems if target_space_size(preset, p) <= EXHAUSTIVE_LIMIT]
+    sizer = get_target(preset)  # one target sizes every space (each is built once here, not per call)
+    problems = [p for p in problems if sizer.space(p).size <= EXHAUSTIVE_LIMIT]
     for p in problems:
         target = get_target(preset)
         n, c = enumerate_once(target, p)
