@@ -93,8 +93,14 @@ class FamilyTarget(Generic[P]):
         """The kept preparation of `problem` (built on first use)."""
         return self._memo.get(problem)
 
+    def _reasons(self, problem: Problem) -> tuple[Violation, ...]:
+        """Why the target cannot run `problem` (empty: it can). A family whose `_prepare` builds its
+        space and tables at once writes this without them, so that asking costs no preparation."""
+        return self._memo.get(problem).reasons
+
     def supports(self, problem: Problem) -> list[Violation]:
-        return list(self._memo.get(problem).reasons)
+        kept = self._memo.peek(problem)
+        return list(kept.reasons if kept is not None else self._reasons(problem))
 
     def space(self, problem: Problem) -> SearchSpace:
         prep = self._memo.get(problem)

@@ -44,6 +44,14 @@ class ProblemMemo(Generic[T]):
             self._remember(key, problem, value)
         return value
 
+    def peek(self, problem: Problem) -> T | None:
+        """The kept `build(problem)`, or None when it was not built (never builds)."""
+        with self._lock:
+            hit = self._items.get(id(problem))
+            if hit is not None and hit[0] is problem:
+                return hit[1]
+            return next((value for prob, value in self._items.values() if prob == problem), None)
+
     def _remember(self, key: int, problem: Problem, value: T) -> None:
         self._items[key] = (problem, value)
         self._items.move_to_end(key)

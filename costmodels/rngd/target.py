@@ -64,8 +64,11 @@ class RngdTarget(FamilyTarget[Prepared]):
         super().__init__(name, hardware)
         self.hw = hardware
 
+    def _reasons(self, problem: Problem) -> tuple[Violation, ...]:
+        return tuple(supports_violations(problem, self.hw))
+
     def _prepare(self, problem: Problem) -> Prepared:
-        reasons = tuple(supports_violations(problem, self.hw))
+        reasons = self._reasons(problem)
         if reasons:
             return Prepared(reasons)
         space = build_space(problem, self.hw)

@@ -87,9 +87,12 @@ class TrainiumTarget(FamilyTarget[Prepared]):
         self._bounds: ProblemMemo[EngineBound | None] = ProblemMemo(self._engine_bound, size=self.keep)
         self._tile_bounds: ProblemMemo[np.ndarray | None] = ProblemMemo(self._tile_bound_cycles, size=self.keep)
 
+    def _reasons(self, problem: Problem) -> tuple[Violation, ...]:
+        return tuple(RULES.violations(problem, NC_MATMUL_DTYPES))
+
     def _prepare(self, problem: Problem) -> Prepared:
         """The space and its coder and (when the problem runs here) the whole space priced."""
-        reasons = tuple(RULES.violations(problem, NC_MATMUL_DTYPES))
+        reasons = self._reasons(problem)
         if reasons:
             return Prepared(reasons, UNSUPPORTED, SpaceCoder(UNSUPPORTED), None)
         space = build_space(problem, self.hardware, tiles=self.tiles)
