@@ -3,7 +3,7 @@
 The mapper searches a large space by *structures* (some parameters fixed, `mapper.bounds`) and
 skips a structure whose bound is not below the best latency found. `TermBound` bounds one from
 the batch scorer's stage tables (`rngd.scoring.Tables`): for each stage-1 row ``s`` (clusters,
-cluster_role, slices, slice_role, shift) it takes, over the packet choices ``p`` and the lane
+cluster_role, slice_grid, slice_role, shift) it takes, over the packet choices ``p`` and the lane
 choices ``l`` the structure allows, the least over ``p`` of
 
     max(la * tnhn' + D_tree,                                   compute C_mac (step 2)

@@ -5,7 +5,7 @@ A point's loop nest (see `rngd.mapping`) is fixed by per-axis factors ``<level>:
 group), ``row`` (rows, N only), ``t`` (TRF chunks, N only) and ``h`` (the remaining H / time
 loop). They are computed in stages, each from a few of the point's choices:
 
-1. `shard_factors` (clusters, cluster_role, slices, slice_role, shift): ``cl``, ``sl`` and the
+1. `shard_factors` (clusters, cluster_role, slice_grid, slice_role, shift): ``cl``, ``sl`` and the
    extent ``e2`` of every axis left to one slice;
 2. `packet_factors` (``e2``, packet_k, packet_free, feed_flits, shift): ``pkt``, ``z``, the
    shift-reuse geometry ``geo:*``, and ``h`` of the axes that are not N;
@@ -20,12 +20,11 @@ one formula.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import numpy as np
 
 from costmodels.rngd.hardware import RngdHardware
-from costmodels.rngd.space import ROLES, Cols, Roles, roles_of
+from costmodels.rngd.space import ROLES, Cols, Roles, grid_parts, roles_of
 from workload import dtypes
 from workload.conv2d import Conv2dParams
 from workload.problem import Problem
@@ -57,33 +56,19 @@ def _ceil(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return -(-a // b)
 
 
-@lru_cache(maxsize=8)
-def _first_table(limit: int) -> np.ndarray:
-    """``balanced_first`` of 0..limit (0 -> 1)."""
-    out = np.ones(limit + 1, dtype=np.int64)
-    for s in range(1, limit + 1):
-        out[s] = next(d for d in range(math.isqrt(s - 1) + 1 if s > 1 else 1, s + 1) if s % d == 0)
-    return out
+def slice_factor(rs: np.ndarray, g: np.ndarray, role: str) -> np.ndarray:
+    """Slices given to `role` by the slice grid codes `g` (`rngd.space.grid_code`: ``a x b``) and roles `rs`.
 
-
-def balanced_first(s: np.ndarray) -> np.ndarray:
-    """Slices of the first role of a 2-D split of ``s``: the smallest divisor of ``s`` that is >= sqrt(s)."""
-    s = np.asarray(s, dtype=np.int64)
-    top = int(s.max(initial=1))
-    if top > 1 << 13:  # beyond any part (the preset caps slices_per_cluster at 4096): a cheap split
-        return np.left_shift(1, (np.log2(np.maximum(s, 1)).astype(np.int64) + 1) // 2)
-    return _first_table(max(top, 1))[np.maximum(s, 0)]
-
-
-def slice_factor(rs: np.ndarray, s: np.ndarray, role: str) -> np.ndarray:
-    """Slices given to `role`: all of them, or for a two-role choice the first role's part of the
-    balanced 2-D split (`balanced_first`) or the second role's ``s / first``."""
-    first = balanced_first(s)
-    out = np.where(rs == role, s, 1)
+    A two-role choice ``xy`` gives ``x`` the grid's ``a`` and ``y`` its ``b`` (either order of the
+    letters reads the same way, so ``"nm"`` with ``a x b`` is ``"mn"`` with ``b x a``); a one-role
+    choice gives its role every slice, ``a * b``.
+    """
+    a, b = grid_parts(g)
+    out = np.where(rs == role, a * b, 1)
     for other in ROLES:
         if other != role:
-            out = np.where(rs == role + other, first, out)
-            out = np.where(rs == other + role, s // first, out)
+            out = np.where(rs == role + other, a, out)
+            out = np.where(rs == other + role, b, out)
     return out
 
 
@@ -91,8 +76,11 @@ def column_ints(cols: Cols, name: str, n: int) -> np.ndarray:
     return np.asarray(cols[name], dtype=np.int64).reshape(n)
 
 
-def shard_factors(r: Roles, c: np.ndarray, s: np.ndarray, rc: np.ndarray, rs: np.ndarray, shift: np.ndarray) -> Arrays:
-    """Stage 1: cluster and slice factors of every axis, and the extent ``e2:<axis>`` one slice keeps."""
+def shard_factors(r: Roles, c: np.ndarray, g: np.ndarray, rc: np.ndarray, rs: np.ndarray, shift: np.ndarray) -> Arrays:
+    """Stage 1: cluster and slice factors of every axis, and the extent ``e2:<axis>`` one slice keeps.
+
+    ``g`` holds slice grid codes (`rngd.space.grid_code`), ``rs`` the slice roles (`slice_factor`).
+    """
     n = len(c)
     sz = {a: np.full(n, v, dtype=np.int64) for a, v in r.sizes.items()}
     fixed_shift = ("fw",) if r.conv is not None else ()
@@ -110,7 +98,7 @@ def shard_factors(r: Roles, c: np.ndarray, s: np.ndarray, rc: np.ndarray, rs: np
             out[f"cl:{a}"] = np.where(rc == role, f, 1)
             e1[a] = _ceil(sz[a], out[f"cl:{a}"])
         # shift-reuse keeps the filter width whole in the slice (it is the shift loop)
-        s_role = slice_factor(rs, s, role)
+        s_role = slice_factor(rs, g, role)
         plain = spread_factor([e1[a] for a in axes], s_role, inner=False)
         sh_axes = [a for a in axes if a not in fixed_shift]
         shifted = spread_factor([e1[a] for a in sh_axes], s_role, inner=False) if sh_axes else []
@@ -302,9 +290,9 @@ def factors(problem: Problem, hw: RngdHardware, cols: Cols) -> Arrays:
     r = roles_of(problem)
     n = len(next(iter(cols.values())))
     shift = np.asarray(cols["shift"], dtype=bool).reshape(n)
-    c, s = column_ints(cols, "clusters", n), column_ints(cols, "slices", n)
+    c, g = column_ints(cols, "clusters", n), column_ints(cols, "slice_grid", n)
     rc, rs = np.asarray(cols["cluster_role"]).reshape(n), np.asarray(cols["slice_role"]).reshape(n)
-    out = shard_factors(r, c, s, rc, rs, shift)
+    out = shard_factors(r, c, g, rc, rs, shift)
     e2 = {a: out[f"e2:{a}"] for a in r.sizes}
     pk, feed = column_ints(cols, "packet_k", n), column_ints(cols, "feed_flits", n)
     out.update(packet_factors(r, hw, e2, pk, feed, np.asarray(cols["packet_free"]).reshape(n), shift))
@@ -314,7 +302,8 @@ def factors(problem: Problem, hw: RngdHardware, cols: Cols) -> Arrays:
     for a in r.sizes:
         out.setdefault(f"row:{a}", ones)
         out.setdefault(f"t:{a}", ones)
-    out["clusters"], out["slices"] = c, s
+    ga, gb = grid_parts(g)
+    out["clusters"], out["slices"] = c, ga * gb
     return out
 
 

@@ -1,7 +1,7 @@
 """Bounds of both objectives over the cells of an RNGD structure, for several-objective searches (issue #12).
 
 A structure (some choices fixed, `mapper.bounds`) is cut into *cells*: one per stage-1 row ``s``
-(clusters, cluster_role, slices, slice_role, shift) and lane choice ``l`` (rows, trf_split) it
+(clusters, cluster_role, slice_grid, slice_role, shift) and lane choice ``l`` (rows, trf_split) it
 allows. `FrontCells` gives each cell a vector no feasible point of the cell beats on any objective:
 
 - ``offchip_bytes``: the cell's exact HBM bytes, ``qn["offchip"][s, l]`` of the scorer's tables:

@@ -35,7 +35,7 @@ POINT_KEYS: tuple[str, ...] = (
     "double_buffer",
     "clusters",
     "cluster_role",
-    "slices",
+    "slice_grid",
     "slice_role",
     "feed_flits",
     "shift",

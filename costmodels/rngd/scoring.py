@@ -1,7 +1,7 @@
 """Fast scoring for RNGD: the stage terms tabulated over the space's choices, gathered per point by code.
 
 Every cost term of a point is fixed by a few of its choices (`rngd.terms`): the shard terms by
-the stage-1 choices ``S`` (clusters, cluster_role, slices, slice_role, shift), the packet terms
+the stage-1 choices ``S`` (clusters, cluster_role, slice_grid, slice_role, shift), the packet terms
 by ``S`` and ``P`` (packet_k, packet_free, feed_flits, inner), the lane terms by ``S`` and ``L``
 (rows, trf_split). `build_tables` evaluates those functions once on the grids ``S x P`` and
 ``S x L`` of the space's choices (a few thousand rows); `score_codes` turns each point's choice
@@ -25,11 +25,11 @@ from costmodels.rngd.cost import combine, point_violations
 from costmodels.rngd.energy import level_bytes
 from costmodels.rngd.factors import Arrays, lane_factors, packet_factors, shard_factors
 from costmodels.rngd.hardware import ENERGY_LEVELS, RngdHardware
-from costmodels.rngd.space import roles_of
+from costmodels.rngd.space import grid_parts, roles_of
 from costmodels.rngd.terms import Consts, consts_of, lane_quantities, packet_quantities, shard_quantities
 from workload.problem import Problem
 
-S_PARAMS = ("clusters", "cluster_role", "slices", "slice_role", "shift")
+S_PARAMS = ("clusters", "cluster_role", "slice_grid", "slice_role", "shift")
 P_PARAMS = ("packet_k", "packet_free", "feed_flits", "inner")
 L_PARAMS = ("rows", "trf_split")
 CHUNK = 1 << 13  # points per pass: 64 KiB arrays, below malloc's mmap threshold; the temporaries stay in L2
@@ -85,8 +85,9 @@ def build_tables(problem: Problem, hw: RngdHardware, space: SearchSpace) -> Tabl
     r = roles_of(problem)
     g = grid_values(ch, S_PARAMS)
     shift_s = g["shift"].astype(bool)
-    fs = shard_factors(r, g["clusters"], g["slices"], g["cluster_role"], g["slice_role"], shift_s)
-    fs["clusters"], fs["slices"] = g["clusters"], g["slices"]
+    fs = shard_factors(r, g["clusters"], g["slice_grid"], g["cluster_role"], g["slice_role"], shift_s)
+    ga, gb = grid_parts(g["slice_grid"])
+    fs["clusters"], fs["slices"] = g["clusters"], ga * gb
     qs = shard_quantities(problem, hw, r, fs)
     n_s = len(shift_s)
     # ---- S x P: packet terms ----

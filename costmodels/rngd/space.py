@@ -14,7 +14,8 @@ lands on ``[chip | cluster | slice (H loops) | row | time | packet]``
 - ``trf_split``: N chunks per slice, each a separate TRF load (a split that only adds padding,
   dominated by a smaller split, is pruned: `rngd.factors.trf_image`, violation ``trf-split``);
   ``double_buffer``: FirstHalf / SecondHalf TRF mode.
-- ``clusters``/``cluster_role`` and ``slices``/``slice_role``: sharding of one role over each.
+- ``clusters``/``cluster_role``: sharding of one role over clusters; ``slice_grid``/``slice_role``:
+  a grid ``a x b`` of slices and the pair of roles over it (one role: ``a x 1`` or ``1 x b``).
 - ``feed_flits``: flits per packet (1 or 2) or, with ``shift``, the shift buffer depth (2, 3).
 - ``shift``: convolution shift-reuse (conv problems only), as in the conv case studies.
 
@@ -39,6 +40,27 @@ from workload.problem import Problem
 ROLES = ("b", "m", "n", "k")
 SHARD_ROLES_CLUSTER = ("b", "m", "n")  # K split across clusters would need the Switch Engine ring
 Cols = dict[str, np.ndarray]
+#: a slice grid ``a x b`` is the choice ``a`` when ``b`` is 1, else ``a * GRID_BASE + b`` (`grid_code`);
+#: above any part's slices per cluster (the presets stay below 4,096), so codes and grids are one to one
+GRID_BASE = 10_000
+
+
+def grid_code(a: int, b: int) -> int:
+    """The ``slice_grid`` choice of ``a x b`` slices: ``a`` (one role, or ``b`` = 1), else ``a * GRID_BASE + b``."""
+    return a if b == 1 else a * GRID_BASE + b
+
+
+def grid_parts(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(a, b)`` of slice grid codes (`grid_code`), as int64 columns."""
+    g = np.asarray(g, dtype=np.int64)
+    wide = g >= GRID_BASE
+    return np.where(wide, g // GRID_BASE, g), np.where(wide, g % GRID_BASE, 1)
+
+
+def grid_label(g: int) -> str:
+    """``"8x4"`` for the code of 8 x 4 slices, ``"8"`` for 8 slices on one role."""
+    a, b = (int(x[0]) for x in grid_parts(np.asarray([g])))
+    return f"{a}x{b}" if b > 1 else str(a)
 
 
 @dataclass(frozen=True)
@@ -84,37 +106,64 @@ def shift_possible(conv: Conv2dParams | None) -> bool:
     return sw == 1 or dw == 1 or dw % sw == 0
 
 
+def slice_grids(shard: list[str], size: dict[str, int], per_cluster: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The unpruned ``slice_role`` and ``slice_grid`` choices: every split of a cluster's slices.
+
+    With two roles or more to shard, each unordered pair ``xy`` (letters in `ROLES` order) over every
+    grid ``a x b`` with ``a * b <= per_cluster`` (hardware-facts.md §1.1: 256 slices per cluster):
+    ``"xy"`` with ``a x b`` is the other orientation ``"yx"`` with ``b x a`` (the same loop factors
+    and loop nest, `rngd.mapping.build_levels` orders axes by role, not by this choice), and
+    ``a x 1`` / ``1 x b`` is one role alone, so these choices are every split over every role and
+    pair of roles in both orientations. With one role (or none: ``b``) the grids are the counts.
+    Grids a role's extent does not need are left out: a side above every role's extent, or a count
+    above the product of the two largest, only pads (each is dominated by the grid that stops at the
+    extent: the same ``e2``, fewer slices, the rule of `rngd.slices`).
+    """
+    if len(shard) < 2:
+        top = min(per_cluster, max([size[x] for x in shard] or [1]))
+        return (tuple(shard) or ("b",)), tuple(range(1, max(top, 1) + 1))
+    ext = sorted(size[x] for x in shard)
+    top = min(per_cluster, ext[-1] * ext[-2])
+    pairs = tuple(x + y for i, x in enumerate(shard) for y in shard[i + 1 :])
+    grids = [grid_code(a, b) for a in range(1, min(top, ext[-1]) + 1) for b in range(1, min(top // a, ext[-1]) + 1)]
+    return pairs, tuple(sorted(grids))
+
+
 def build_space(problem: Problem, hw: RngdHardware, *, prune: bool = True) -> SearchSpace:
     """The mapping space of a binary problem: every legal choice, less those a proved rule dominates.
 
-    Legal choices (issue #12): every slice count of a cluster, 1 to ``slices_per_cluster``
-    (hardware-facts.md §1.1: 256 slices per cluster), and every cluster count; each role over the
-    slices alone, or two roles split 2-D in both orientations (`rngd.factors.balanced_first`);
+    Legal choices (issue #12): every split of a cluster's slices over one role or a pair of roles in
+    both orientations, every factorisation ``a x b <= slices_per_cluster`` of every count
+    (hardware-facts.md §1.1: 256 slices per cluster; `slice_grids`: ``slice_role`` a pair ``xy``,
+    ``slice_grid`` the grid ``a x b``, `grid_code`), and every cluster count;
     ``packet_k`` every divisor of the packet (the power-of-two element count has no others:
     contraction-engine-rngd.txt, "Mixed configurations" via the packet reducer's groups; a
     non-divisor fails ``packet``); rows 1, 2, 4 or 8 (Constraints, "Row utilization"); feed_flits
     up to the flit buffer (3 only with shift-reuse). ``trf_split`` every split up to 8, then the
     powers of two up to 64 (`rngd.factors.TRF_CANDIDATES`; larger or other splits remain left out,
-    see `rngd.trf_splits`). With ``prune`` (the default) slice counts a smaller count dominates are
-    left out (`rngd.slices`, proved there and checked point by point against ``prune=False`` in
+    see `rngd.trf_splits`). With ``prune`` (the default) slice grids a grid of fewer slices dominates
+    are left out (`rngd.slices`, proved there and checked point by point against ``prune=False`` in
     `tests/costmodels/rngd/test_rngd_slices.py`), and so are the splits no row needs (a smaller split
     gives it no more TRF loads and none larger: `rngd.trf_splits`, `rngd.factors.trf_image`; any
     split such a rule dominates fails ``trf-split``, checked in `test_rngd_trf_prune.py`).
 
     Sizes (points; `tests/costmodels/rngd/test_rngd_slices.py` recomputes the first two), bf16, preset
-    rngd; "splits 2^k" is the pruned space before the splits widened (powers of two up to 64):
+    rngd; "balanced 2-D only" is the pruned space that split each count of a pair one way (the most
+    even factorisation, both orders of the pair; unpruned it had 19,464,192 and 58,392,576 points),
+    "splits 2^k" the pruned space before the TRF splits widened (powers of two up to 64):
 
-    ====================================================  ===========  ===========  ==========  ==========
-    problem                                               pruned       unpruned     splits 2^k  before #12
-    ====================================================  ===========  ===========  ==========  ==========
-    4096^3 GEMM                                           17,259,264   19,464,192   10,983,168  290,304
-    ResNet-50 3x3 conv 64->64 @56, batch 16, padding 1    23,493,888   58,392,576   14,950,656  870,912
-    ====================================================  ===========  ===========  ==========  ==========
+    ==================================================  ===========  ===========  ===========  ==========  ==========
+    problem                                             pruned       unpruned     balanced     splits 2^k  before #12
+                                                                                  2-D only
+    ==================================================  ===========  ===========  ===========  ==========  ==========
+    4096^3 GEMM                                         27,929,088   37,154,304   17,259,264   10,983,168  290,304
+    ResNet-50 3x3 conv 64->64 @56, batch 16, padding 1  23,721,984   111,462,912  23,493,888   14,950,656  870,912
+    ==================================================  ===========  ===========  ===========  ==========  ==========
 
     Above the mapper's enumeration limit (2,000,000 points) the search is branch and bound over
     structures, with `RngdTarget.structure_bound` (`rngd.bounds`) as each structure's bound.
     """
-    from costmodels.rngd.slices import kept_counts  # (they build on rngd.factors, which imports this module)
+    from costmodels.rngd.slices import kept_grids  # (they build on rngd.factors, which imports this module)
     from costmodels.rngd.trf_splits import all_splits, kept_splits
 
     r = roles_of(problem)
@@ -124,28 +173,23 @@ def build_space(problem: Problem, hw: RngdHardware, *, prune: bool = True) -> Se
     k_choices = tuple(d for d in range(1, p_full + 1) if p_full % d == 0) if free else (p_full,)
     shard = [x for x in ROLES if r.present(x) and size[x] > 1]
     c_roles = tuple(x for x in shard if x in SHARD_ROLES_CLUSTER) or ("b",)
-    pairs = tuple(a + b for a in shard for b in shard if a != b)
-    s_roles = (*shard, *pairs) or ("b",)
-    biggest = max([size[x] for x in shard] or [1])
     most = max([size[x] for x in c_roles if x in size] or [1])
     clusters = tuple(range(1, min(hw.clusters, most) + 1))
     rows = tuple(x for x in ROW_CHOICES if x <= hw.rows) if r.present("n") else (1,)
     shift = (False, True) if shift_possible(r.conv) else (False,)
     feeds = tuple(range(1, hw.max_feed_flits + 1)) if shift[-1] else tuple(range(1, min(2, hw.max_feed_flits) + 1))
-    # a count above every role's extent (or above their product for a 2-D split) only pads: it is dominated
-    top = min(hw.slices_per_cluster, biggest * (max(sorted(size[x] for x in shard)[-2:-1] or [1])))
-    slices = tuple(range(1, max(top, 1) + 1))
+    s_roles, grids = slice_grids(shard, size, hw.slices_per_cluster)
     trf = all_splits(r)
     if prune:
-        slices = kept_counts(r, slices, clusters, c_roles, s_roles, shift)
-        trf = kept_splits(r, slices, clusters, c_roles, s_roles, shift, rows)
+        grids = kept_grids(r, grids, clusters, c_roles, s_roles, shift)
+        trf = kept_splits(r, grids, clusters, c_roles, s_roles, shift, rows)
     # Stage-1 choices first, so that the points the mapper scores in a row (last parameter fastest)
     # share their stage-1 row of the scorer's tables (`rngd.scoring`): gathers stay in cache.
     params = (
         Param(name="clusters", choices=clusters, doc="clusters used"),
         Param(name="cluster_role", choices=c_roles, doc="role sharded over clusters"),
-        Param(name="slices", choices=slices, doc="slices used per cluster (any count; dominated counts left out)"),
-        Param(name="slice_role", choices=s_roles, doc="role(s) sharded over slices; two letters split them 2-D"),
+        Param(name="slice_grid", choices=grids, doc="slices a x b per cluster (`grid_code`; dominated grids left out)"),
+        Param(name="slice_role", choices=s_roles, doc="role(s) over the slice grid: xy puts x over a and y over b"),
         Param(name="shift", choices=shift, doc="conv shift-reuse of the input window"),
         Param(name="double_buffer", choices=(False, True), doc="TRF FirstHalf/SecondHalf double buffering"),
         Param(name="packet_k", choices=k_choices, doc="K elements per packet (P = K contraction)"),

@@ -44,7 +44,7 @@ def all_splits(r: Roles) -> tuple[int, ...]:
 
 def kept_splits(
     r: Roles,
-    counts: tuple[int, ...],
+    grids: tuple[int, ...],
     clusters: tuple[int, ...],
     c_roles: tuple[str, ...],
     s_roles: tuple[str, ...],
@@ -61,7 +61,7 @@ def kept_splits(
     nx = list(r.axes["n"])
     if not nx or len(splits) == 1:
         return splits
-    _, f = stage1_factors(r, counts, clusters, c_roles, s_roles, shifts)
+    _, f = stage1_factors(r, grids, clusters, c_roles, s_roles, shifts)
     e2 = np.unique(np.stack([f[f"e2:{a}"] for a in nx], axis=1), axis=0)  # distinct N extents of a slice
     n_e, n_r, n_t = len(e2), len(rows), len(splits)
     ext = [np.repeat(e2[:, i], n_r * n_t) for i in range(len(nx))]  # (extent, rows, split), split fastest

@@ -14,7 +14,7 @@ from costmodels.family import KNOBS, RULE_CODES, ProblemRules
 from costmodels.protocol import Choice, Violation
 from costmodels.rngd.cost import CONSTRAINTS, kib
 from costmodels.rngd.hardware import ROW_CHOICES, RngdHardware
-from costmodels.rngd.space import roles_of
+from costmodels.rngd.space import grid_label, roles_of
 from workload import dtypes
 from workload.problem import Problem
 
@@ -86,8 +86,8 @@ def violation_messages(
         out.append(
             Violation(
                 code="shards",
-                message=f"{point['clusters']} clusters x {point['slices']} slices requested, the part has "
-                f"{hw.clusters} clusters of {hw.slices_per_cluster} slices: shard over fewer",
+                message=f"{point['clusters']} clusters x {grid_label(int(point['slice_grid']))} slices requested, "
+                f"the part has {hw.clusters} clusters of {hw.slices_per_cluster} slices: shard over fewer",
             )
         )
     if bad("feed-flits"):

@@ -17,7 +17,7 @@ import numpy as np
 from costmodels.cancel import checkpoint
 from costmodels.protocol import Choice, SearchSpace
 from costmodels.rngd.hardware import RngdHardware
-from costmodels.rngd.space import roles_of
+from costmodels.rngd.space import grid_parts, roles_of
 from workload.problem import Problem
 
 FAMILIES = ("k", "v", "nm", "shift")
@@ -103,15 +103,20 @@ def warm_points(
     return out
 
 
+POWERS_OF_4 = np.asarray([1 << (2 * i) for i in range(8)])
+
+
 def _coarse(space: SearchSpace) -> dict[str, np.ndarray]:
-    """A coarser grid to rank placements quickly: full packets, slice counts in powers of 4 (and the
-    largest), all clusters; built from the choices, never from the whole space's columns."""
+    """A coarser grid to rank placements quickly: full packets, slice grids whose sides are powers of 4
+    (and the grid of most slices), all clusters; built from the choices, never from the whole space's columns."""
     ch = {p.name: p.choices for p in space.params}
-    sl = [int(x) for x in ch["slices"]]
-    keep_sl = (*(x for x in sl if (x & (x - 1)) == 0 and int(np.log2(x)) % 2 == 0), max(sl))
+    grids = np.asarray(ch["slice_grid"], dtype=np.int64)
+    a, b = grid_parts(grids)
+    quad = np.isin(a, POWERS_OF_4) & np.isin(b, POWERS_OF_4)
+    keep_sl = (*(int(g) for g in grids[quad]), int(grids[int(np.argmax(a * b))]))
     feeds = tuple(x for x in ch["feed_flits"] if int(x) >= 2) or ch["feed_flits"]
     params = tuple(
-        p.model_copy(update={"choices": tuple(dict.fromkeys(keep_sl))}) if p.name == "slices"
+        p.model_copy(update={"choices": tuple(dict.fromkeys(keep_sl))}) if p.name == "slice_grid"
         else p.model_copy(update={"choices": feeds}) if p.name == "feed_flits" else p
         for p in space.params
     )  # fmt: skip

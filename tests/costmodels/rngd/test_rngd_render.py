@@ -163,7 +163,7 @@ def test_deviation_lines_differ_only_in_the_named_sizes() -> None:
 
 def test_sharding_and_padding_markers_in_a_generic_dump() -> None:
     p = einsum("mk,nk->mn", {"m": 64, "k": 20, "n": 16}, weight=1)
-    pt = {**BASE, "packet_free": "m", "cluster_role": "m", "slice_role": "m", "slices": 4}
+    pt = {**BASE, "packet_free": "m", "cluster_role": "m", "slice_role": "m", "slice_grid": 4}
     text = T.render(p, T.mapping(p, pt))
     assert "T: [K=20+12z]" in text  # K padding is zero-filled in the TRF
     assert "Sharding: [ M/16=4 ]" in text

@@ -164,13 +164,15 @@ def test_columns_of_other_types_and_order_score_the_same() -> None:
         k: (v.astype("<U5") if v.dtype.kind == "U" else v.astype(np.int32) if v.dtype.kind == "i" else v)
         for k, v in sub.items()
     }
-    small_ints = {k: (v.astype(np.uint8) if v.dtype.kind == "i" else v) for k, v in sub.items()}
+    # the narrowest unsigned type of each int column (uint8, or uint32 for slice grid codes such as 60,031)
+    small_ints = {k: (v.astype(np.min_scalar_type(v.max())) if v.dtype.kind == "i" else v) for k, v in sub.items()}
     for other in (as_objects, wide, small_ints):
         _assert_same(T.score_batch(problem, other), base)
-    one_letter = np.char.str_len(sub["slice_role"]) == 1  # the single-role points as a <U1 column
+    one_letter = np.char.str_len(sub["packet_free"]) == 1  # the roles as the narrowest columns they fit
     narrow = {k: v[one_letter] for k, v in sub.items()}
-    narrow["slice_role"] = narrow["slice_role"].astype("<U1")
-    assert narrow["slice_role"].dtype.itemsize == 4 and one_letter.sum() > 100
+    narrow["packet_free"] = narrow["packet_free"].astype("<U1")
+    narrow["slice_role"] = narrow["slice_role"].astype("<U2")
+    assert narrow["packet_free"].dtype.itemsize == 4 and one_letter.sum() > 100
     _assert_same(T.score_batch(problem, narrow), T.score_codes(problem, {k: v[one_letter] for k, v in codes.items()}))
 
 
@@ -179,7 +181,7 @@ def test_points_outside_the_space_fall_back_to_the_point_formulas() -> None:
     problem = PROBLEMS["gemm-w0"]
     cols = {k: v[:64].copy() for k, v in T.space(problem).columns().items()}
     cols["rows"][5] = 3
-    cols["slices"][7] = 4096  # more slices than a cluster has
+    cols["slice_grid"][7] = 4096  # more slices than a cluster has
     cols["slice_role"] = cols["slice_role"].astype(object)
     cols["slice_role"][9] = "x"
     score = T.score_batch(problem, cols)

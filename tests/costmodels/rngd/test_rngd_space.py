@@ -119,7 +119,7 @@ def test_cost_report_explains_the_time() -> None:
 def test_k_split_over_slices_adds_the_inter_slice_reduction_tail() -> None:
     """hardware-facts.md §1.2 step 5: about r cycles for an r-slice group, plus draining the partial outputs."""
     p = einsum("mk,nk->mn", {"m": 8, "k": 8192, "n": 8}, weight=1)
-    pt: dict[str, Choice] = {**BASE, "inner": "k", "slices": 16, "slice_role": "k"}
+    pt: dict[str, Choice] = {**BASE, "inner": "k", "slice_grid": 16, "slice_role": "k"}
     c = T.cost(p, T.mapping(p, pt))
     assert c.breakdown["reduction"] == 16 + c.breakdown["vector"]
     assert T.cost(p, T.mapping(p, {**pt, "slice_role": "m"})).breakdown["reduction"] == 0

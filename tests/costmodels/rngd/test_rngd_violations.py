@@ -95,7 +95,7 @@ def test_rows_must_be_1_2_4_8() -> None:
 
 
 def test_shards_must_exist() -> None:
-    assert _codes(GEMM, {**BASE, "slices": 512}) == ["shards"]
+    assert _codes(GEMM, {**BASE, "slice_grid": 512}) == ["shards"]
 
 
 def test_feed_flits_limits() -> None:
@@ -164,7 +164,7 @@ TRIPS: dict[str, Callable[[], list[Violation]]] = {
     "alignment": lambda: _swapped(GEMM),
     "packet": lambda: _mapped(GEMM, {**BASE, "feed_flits": 1}),
     "rows": lambda: _mapped(GEMM, {**BASE, "rows": 3}),
-    "shards": lambda: _mapped(GEMM, {**BASE, "slices": 512}),
+    "shards": lambda: _mapped(GEMM, {**BASE, "slice_grid": 512}),
     "feed-flits": lambda: _mapped(GEMM, {**BASE, "feed_flits": 3}),
     "trf-split": lambda: _mapped(GEMM, {**BASE, "trf_split": 4}),  # N=16 on 8 rows: 2 groups, 4 loads pad
     "trf-capacity": lambda: _mapped(

@@ -28,7 +28,7 @@ BMM = "vmk,vnk->vmn"
 
 def _best_ce_per_placement(problem: Problem) -> dict[str, float]:
     cols = T.space(problem).columns()
-    keep = (np.asarray(cols["slices"]) == 1) & (np.asarray(cols["clusters"]) == 1)
+    keep = (np.asarray(cols["slice_grid"]) == 1) & (np.asarray(cols["clusters"]) == 1)
     cols = {k: v[keep] for k, v in cols.items()}
     res = evaluate(problem, T.hw, cols)
     one = res["feasible"]
