@@ -1,8 +1,8 @@
-"""The RNGD space offers every slice count and both orientations of a 2-D split (issue #12).
+"""The RNGD space offers every grid ``a x b`` of slices for every pair of roles (issue #12).
 
 The dominance rule of `rngd.slices` is checked against the unpruned space point by point on small
-problems; the sizes `build_space`'s docstring quotes are recomputed; a padded
-186-slice ``nm`` split beats the best point of the old power-of-two space by more than 4%.
+problems; the sizes `build_space`'s docstring quotes are recomputed; a padded 186-slice split
+(M over 6, N over 31) beats the best point of the old power-of-two space by more than 4%.
 """
 
 from __future__ import annotations
