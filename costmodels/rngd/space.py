@@ -60,7 +60,7 @@ def grid_parts(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def grid_label(g: int) -> str:
     """``"8x4"`` for the code of 8 x 4 slices, ``"8"`` for 8 slices on one role."""
     a, b = (int(x[0]) for x in grid_parts(np.asarray([g])))
-    return f"{a}x{b}" if b > 1 else str(a)
+    return f"{a}x{b}" if b != 1 else str(a)
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,8 @@ def shard_quantities(problem: Problem, hw: RngdHardware, r: Roles, f: Arrays) ->
         "off_m": in_b[1 - mv] * shard["m"],
         "ksplit": shard["k"],
         "slices_used": (f["clusters"] * f["slices"]).astype(float),
-        "bad:shards": (f["clusters"] > hw.clusters) | (f["slices"] > hw.slices_per_cluster),
+        # (a grid code naming 0 slices, such as ``a * GRID_BASE`` for ``a x 0``, is no split either)
+        "bad:shards": (f["clusters"] > hw.clusters) | (f["slices"] > hw.slices_per_cluster) | (f["slices"] < 1),
     }
 
 

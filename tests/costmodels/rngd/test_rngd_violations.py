@@ -14,6 +14,7 @@ import numpy as np
 from costmodels.ir import Level, Loop
 from costmodels.protocol import Choice, Target, Violation
 from costmodels.registry import get_target
+from costmodels.rngd.space import grid_code
 from costmodels.rngd.target import RngdTarget
 from costmodels.rngd.violations import CODES as CODES  # the family's codes: the `tripped` fixture reads them
 from tests.costmodels.rngd.points import BASE
@@ -96,6 +97,8 @@ def test_rows_must_be_1_2_4_8() -> None:
 
 def test_shards_must_exist() -> None:
     assert _codes(GEMM, {**BASE, "slice_grid": 512}) == ["shards"]
+    assert _codes(GEMM, {**BASE, "slice_grid": grid_code(32, 16)}) == ["shards"]  # 32 x 16 = 512 slices
+    assert _codes(GEMM, {**BASE, "slice_grid": grid_code(2, 0)}) == ["shards"]  # no slice at all
 
 
 def test_feed_flits_limits() -> None:
