@@ -13,6 +13,7 @@ import pytest
 from costmodels.registry import get_target
 from costmodels.rngd import space as space_module
 from costmodels.rngd.factors import factors, slice_factor
+from costmodels.rngd.scoring import build_tables, score_codes
 from costmodels.rngd.slices import slice_images
 from costmodels.rngd.space import build_space, grid_code, grid_label, grid_parts, roles_of
 from costmodels.rngd.target import RngdTarget
@@ -72,28 +73,35 @@ def test_every_left_out_point_is_dominated_by_one_in_the_space(name: str) -> Non
         tuple(str(x) for x in ch["slice_role"]),
         tuple(bool(x) for x in ch["shift"]),
     )
-    cols = full.columns()
-    ci = np.searchsorted(np.asarray(ch["clusters"]), np.asarray(cols["clusters"]))
-    rci = np.array([ch["cluster_role"].index(v) for v in cols["cluster_role"]])
-    sh = np.asarray(cols["shift"], dtype=np.int64) if len(ch["shift"]) > 1 else np.zeros(full.size, dtype=np.int64)
-    ri = np.array([ch["slice_role"].index(v) for v in cols["slice_role"]])
-    si = np.searchsorted(np.asarray(ch["slice_grid"]), np.asarray(cols["slice_grid"]))
-    mapped = dict(cols)
-    mapped["slice_role"] = np.asarray(ch["slice_role"], dtype=object)[role_img[ci, rci, sh, ri, si]]
-    mapped["slice_grid"] = np.asarray(ch["slice_grid"])[grid_img[ci, rci, sh, ri, si]]
+    # every point's index among each parameter's choices, in the order of `SearchSpace.columns` (last fastest)
+    idx = dict(zip(ch, np.unravel_index(np.arange(full.size), tuple(len(v) for v in ch.values())), strict=True))
+    cols = {k: np.asarray(ch[k])[i] for k, i in idx.items()}
+    ci, rci, sh, ri, si = (idx[k] for k in ("clusters", "cluster_role", "shift", "slice_role", "slice_grid"))
+    img = {**idx, "slice_role": role_img[ci, rci, sh, ri, si], "slice_grid": grid_img[ci, rci, sh, ri, si]}
     # the split too: the space leaves out the splits no row needs (`rngd.trf_splits`, tested there)
-    mapped["trf_split"] = factors(p, t.hw, cols)["trf_image"]
-    allowed = {q.name: set(q.choices) for q in pruned.params}
-    assert all(set(np.unique(np.asarray(v)).tolist()) <= allowed[k] for k, v in mapped.items())
-    moved = (mapped["slice_grid"] != cols["slice_grid"]) | (mapped["slice_role"] != np.asarray(cols["slice_role"]))
+    trf = np.asarray(ch["trf_split"])
+    trf_img = factors(p, t.hw, cols)["trf_image"]
+    img["trf_split"] = np.searchsorted(trf, trf_img)
+    assert (trf[img["trf_split"]] == trf_img).all()
+    moved = (img["slice_grid"] != si) | (img["slice_role"] != ri)
     assert moved.any()
-    u, r = t.score_batch(p, cols), t.score_batch(p, mapped)
-    assert u.feasible.any()
-    assert not (u.feasible & ~r.feasible).any()
-    f = u.feasible
+    codes = {}  # each image's codes in the pruned space: all of its choices must be there
+    for q in pruned.params:
+        lut = np.array([q.choices.index(c) if c in q.choices else -1 for c in ch[q.name]])
+        codes[q.name] = lut[img[q.name]]
+        assert (codes[q.name] >= 0).all(), q.name
+    # the unpruned points by the batch scorer's tables over the unpruned space (equal to the point
+    # formulas: test_rngd_scoring.py), the images by the target over its own (pruned) space
+    tables = build_tables(p, t.hw, full)
+    assert tables is not None
+    u = score_codes(t.hw, tables, idx, full.size)
+    r = t.score_codes(p, codes)
+    assert u["feasible"].any()
+    assert not (u["feasible"] & ~r.feasible).any()
+    f = u["feasible"]
     for obj in ("latency", "offchip_bytes", "footprint", "energy"):
-        assert (r.objectives[obj][f] <= u.objectives[obj][f] * (1 + 1e-12)).all(), obj
-        assert r.objectives[obj][f].min() == u.objectives[obj][f].min(), obj  # same optimum in both spaces
+        assert (r.objectives[obj][f] <= u[obj][f] * (1 + 1e-12)).all(), obj
+        assert r.objectives[obj][f].min() == u[obj][f].min(), obj  # same optimum in both spaces
 
 
 def test_a_186_slice_split_beats_the_old_space_by_4_percent() -> None:
