@@ -115,9 +115,12 @@ def slice_grids(shard: list[str], size: dict[str, int], per_cluster: int) -> tup
     and loop nest, `rngd.mapping.build_levels` orders axes by role, not by this choice), and
     ``a x 1`` / ``1 x b`` is one role alone, so these choices are every split over every role and
     pair of roles in both orientations. With one role (or none: ``b``) the grids are the counts.
-    Grids a role's extent does not need are left out: a side above every role's extent, or a count
-    above the product of the two largest, only pads (each is dominated by the grid that stops at the
-    extent: the same ``e2``, fewer slices, the rule of `rngd.slices`).
+    Grids no pair needs are left out: a side above the largest extent, or a count above the product
+    of the two largest extents (then a side is above its own role's extent). Such a side takes its
+    role's axes whole, outer first, and pads the last one it reaches (`rngd.factors.spread_factor`),
+    so the grid whose side is the product of the axes it reached (no more than the role's extent)
+    keeps the same ``e2`` and the same other shares with fewer slices: it dominates by the rule of
+    `rngd.slices`, and it is offered here.
     """
     if len(shard) < 2:
         top = min(per_cluster, max([size[x] for x in shard] or [1]))
