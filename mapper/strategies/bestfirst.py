@@ -39,6 +39,7 @@ machine when it stops for a reason other than its budget.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 import time
@@ -49,7 +50,7 @@ import numpy as np
 from costmodels.cancel import Cancelled, cancellable
 from costmodels.protocol import Choice, Param, SearchSpace, Target
 from costmodels.structure_bound import StructureBulkBounded
-from mapper.bounds import RTOL, FrontBounds, StructureBounds, space_text
+from mapper.bounds import RTOL, FrontBounds, StructureBounds, StructureFloored, space_text
 from mapper.planning import DEFAULT_INNER
 from mapper.result import Certificate, TrialCounts, ViolationCount
 from mapper.settings import SearchSettings, StopReason
@@ -121,6 +122,57 @@ def ascending(values: np.ndarray, first: int = 1 << 12) -> Iterator[int]:
         low, size = high, size * 4
 
 
+class Floored:
+    """Structures in ascending order of their bounds, each bounded exactly only when its floor comes first.
+
+    Every structure starts with the key ``max(whole, floor)`` (`StructureFloored`; `whole` the generic
+    bound when the ordered pass starts), tier 0. Popped at tier 0 it is yielded with ``exact`` False
+    (the caller may stop on its key: every key left is at least as high, and each structure's exact
+    bound at least its key), then bounded by the target (``max(whole, own)``, `StructureBounds.own`)
+    and pushed back at tier 1; popped at tier 1 it is yielded with ``exact`` True, to be scored.
+
+    The tier-1 pops come in the order of ``np.argsort(exact bounds, kind="stable")`` (the order of
+    `structure_order`), provided every floor is at most its exact bound: when ``(e, 1, i)`` is the
+    least entry of the heap, every entry ``(f, 0, j)`` left has ``f > e``, so ``e_j >= f > e``; every
+    ``(e_j, 1, j)`` left has ``(e_j, j) > (e, i)``; and a structure with ``(e_j, j) < (e, i)`` had its
+    ``(f_j, 0, j) < (e, 1, i)`` popped, refined and its ``(e_j, 1, j)`` popped before. Structures in
+    `seen` (scored by the warm starts) are passed over, as the ordered pass skips them. `exact_count`
+    and `seconds` count the exact bounds computed and the time spent bounding (floors included).
+    """
+
+    def __init__(
+        self,
+        bounds: StructureBounds,
+        names: tuple[str, ...],
+        keys: list[tuple[Choice, ...]],
+        floors: np.ndarray,
+        seen: set[tuple[Choice, ...]],
+    ) -> None:
+        self.bounds, self.names, self.keys, self.seen = bounds, names, keys, seen
+        self.whole = bounds.whole()
+        self.heap = [(max(self.whole, float(f)), 0, i) for i, f in enumerate(floors.tolist())]
+        heapq.heapify(self.heap)
+        self.exact_count, self.seconds = 0, 0.0
+
+    def __iter__(self) -> Iterator[tuple[tuple[Choice, ...], float, bool]]:
+        while self.heap:
+            key, tier, i = heapq.heappop(self.heap)
+            if self.keys[i] in self.seen:
+                continue
+            yield self.keys[i], key, bool(tier)
+            if not tier:
+                t0 = time.perf_counter()
+                own = self.bounds.own(dict(zip(self.names, self.keys[i], strict=True)))
+                heapq.heappush(self.heap, (max(self.whole, own), 1, i))
+                self.exact_count += 1
+                self.seconds += time.perf_counter() - t0
+
+
+def floor_params(problem: Problem, target: Target, bounds: StructureBounds) -> bool:
+    """True when the target floors every structure in one array (`StructureFloored`) and has its own bounds."""
+    return isinstance(target, StructureFloored) and bounds.per_structure and not target.supports(problem)
+
+
 def bulk_visits(flat: np.ndarray, structural: tuple[Param, ...]) -> Iterator[tuple[tuple[Choice, ...], float]]:
     """(structure's choices, its bound) in ascending bound order, ties by the structures' C-order numbering."""
     shape = tuple(len(p.choices) for p in structural)
@@ -133,12 +185,15 @@ class BestFirst(Strategy):
     """Best-first branch and bound over the structures of the space (see the module docstring).
 
     `inner_points`: the sub-space scored per structure (None: the settings' or `DEFAULT_INNER`).
+    `floors`: order by the target's floors (`StructureFloored`, one objective) and bound a structure
+    exactly only when its floor comes first (`Floored`); False: every structure bounded exactly first.
     """
 
     name = "bestfirst"
 
-    def __init__(self, inner_points: int | None = None) -> None:
+    def __init__(self, inner_points: int | None = None, *, floors: bool = True) -> None:
         self.inner_points = inner_points
+        self.floors = floors
         #: seconds spent computing every structure's bound in the last run (the cost of the ordering)
         self.bound_seconds = 0.0
 
@@ -201,30 +256,46 @@ class BestFirst(Strategy):
         next_bound: float | None = None
         ordered = reason is None
         self.bound_seconds, bounded, skipped = 0.0, 0, 0
+        floored: Floored | None = None
         if ordered:
             t0 = time.perf_counter()
-            visits: Iterator[tuple[tuple[Choice, ...], float]]
+            visits: Iterator[tuple[tuple[Choice, ...], float, bool]]
             if preferred is not None:  # every structure's bound in one array (`StructureBulkBounded`)
                 assert isinstance(target, StructureBulkBounded)
                 flat = np.maximum(np.asarray(target.structure_bounds(problem, names), dtype=np.float64), 0.0)
-                visits, bounded = bulk_visits(flat.reshape(-1), structural), total
+                visits, bounded = ((k, b, True) for k, b in bulk_visits(flat.reshape(-1), structural)), total
+            elif (
+                self.floors
+                and front_bounds is None
+                and objective == "latency"
+                and floor_params(problem, target, bounds)
+            ):
+                assert isinstance(target, StructureFloored)
+                keys = list(itertools.product(*(p.choices for p in structural)))
+                floors = np.asarray(target.structure_floors(problem, names), dtype=np.float64).reshape(-1)
+                floored = Floored(bounds, names, keys, np.maximum(floors, 0.0), seen)
+                visits, bounded = iter(floored), total
             else:
                 keys = list(itertools.product(*(p.choices for p in structural)))
                 stop = lambda: time.perf_counter() > deadline or (watch is not None and watch.cancelled())  # noqa: E731
                 # before a clock is known: the family's bounds alone; cut by the budget, the rest keep the generic bound
                 raw, bounded = structure_order(bounds, names, keys, stop)
-                visits = ((keys[i], float(raw[i])) for i in np.argsort(raw, kind="stable").tolist())  # ties: numbering
+                visits = (
+                    (keys[i], float(raw[i]), True) for i in np.argsort(raw, kind="stable").tolist()
+                )  # ties: numbering
             self.bound_seconds = time.perf_counter() - t0
-            for key, raw_bound in visits:
+            for key, raw_bound, exact in visits:
                 if key in seen:
                     continue
                 fixed = dict(zip(names, key, strict=True))
                 if self._out(bounds, front_bounds, ev, fixed, raw_bound):
-                    reason = "lower-bound"
+                    reason = "lower-bound"  # a floor's key too: every structure left has an exact bound above it
                 reason = reason or stop_between()
                 if reason is not None:
                     next_bound = max(raw_bound, bounds.whole())
                     break
+                if not exact:  # a floor: `Floored` bounds the structure exactly before it comes again
+                    continue
                 vec = front_bounds.with_latency(max(raw_bound, bounds.whole())) if front_bounds else None
                 if front_bounds is not None and front_bounds.out(fixed, ev.front_values, vec):
                     skipped += 1  # every cell dominated: out, but a later structure's cells may not be
@@ -232,6 +303,8 @@ class BestFirst(Strategy):
                 visit(key)
             else:
                 reason = "space-exhausted"
+            if floored is not None:
+                self.bound_seconds += floored.seconds
         elif reason != "lower-bound":  # the budget ended among the warm starts: the generic bound holds for the rest
             next_bound = bounds.whole()
         visited = len(done)
@@ -256,9 +329,15 @@ class BestFirst(Strategy):
             trials=visited, complete=visited - ev.infeasible, infeasible=ev.infeasible, points_scored=ev.scored,
             top_violations=top,
         )  # fmt: skip
+        bounding = (
+            f"bounding every structure took {self.bound_seconds:.3f} s"
+            if floored is None
+            else f"the target's floors of every structure, then the exact bounds of {floored.exact_count:,} "
+            f"whose floor came first, took {self.bound_seconds:.3f} s"
+        )
         how = (
             f"{visited:,} scored ({'warm starts first, then ' if settings.warm_start else ''}by ascending bound; "
-            f"bounding every structure took {self.bound_seconds:.3f} s)"
+            f"{bounding})"
             if ordered
             else f"{visited:,} scored (warm starts only, stopped by {reason}: no structure bounded one by one)"
         )

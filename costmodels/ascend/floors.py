@@ -1,0 +1,104 @@
+"""Cheap admissible floors of the Ascend cube structures, every structure in one numpy pass (issue #12).
+
+`cube_structure_bound` (ascend/bounds.py) bounds a structure by its exact optimum: the whole box
+of the structure priced, about 7 ms per structure of a Llama prefill GEMM, 1.5-2 s for the 234
+structures of one. Best-first search (`mapper.strategies.bestfirst`) needs that exact bound only
+for the structures it cannot rule out more cheaply: it orders them by these floors and asks for a
+structure's exact bound only when its floor is the lowest key left (`mapper.bounds.StructureFloored`).
+
+**The floor.** Let the structural parameters be fixed and ``x`` any point of the structure. Every
+quantity below is a field of the cube tables (cube_tables.py, over the space's choices), all
+non-negative. The model (ascend/cost.py, hardware-facts.md §3.2 steps 3-6) prices a core with
+
+- ``cube = tiles_m * lknk * tiles_n * (head + u * v)`` (``tiles = tiles_m * lknk * tiles_n``),
+- ``mte1 = tiles_m * lknk * tiles_n * (a1 + b1)``,
+- ``mte2 = gm_core / mte2_rate`` with ``gm_core = min(a_res, b_res)``,
+  ``a_res = max(refetch, blocks_m) * ach + steps * bch`` and ``b_res = steps * ach + max(refetch, bnb) * bch``,
+  ``steps = blocks_m * bn * nk``, ``bnb = bn * (batch blocks)`` and ``blocks_m = (batch blocks) * (M blocks)``,
+- ``fix = bo_m * bo_n / fix_rate``,
+
+then ``core = serial = mte2 + mte1 + cube + fix`` without double buffering, and with it ``core =
+doubled >= max(pipe, fix)`` (``doubled`` is ``pipe + fix`` or ``min(max(pipe, fix) + fix / blocks,
+pipe + fix)``, each at least ``pipe`` and at least ``fix``) with ``pipe = top + (three - top) /
+steps >= top = max(mte2, mte1, cube)`` (``three >= top``, ``steps >= 1``); the latency is ``max(core,
+hbm) / clock`` with ``hbm = offchip / hbm_rate >= min_bytes / hbm_rate`` (`cost._offchip`).
+
+For non-negative ``f`` and ``g``, ``min_x f(x) g(x) >= min f * min g`` and ``min (f + g) >= min f +
+min g``. Each ``min`` below is over the choices of the parameters the term depends on that the
+structure does not fix (``low``), so each bounds the term at every point of the structure:
+
+- ``cube >= low(tiles_m * lknk * u) * low(tiles_n * v) + head * low(tiles_m * lknk) * low(tiles_n)``;
+- ``mte1 >= low(tiles_m * lknk * a1) * low(tiles_n) + low(tiles_m) * low(lknk * tiles_n * b1)``;
+- ``gm_core >= blocks_m * ach + bnb * bch`` (``refetch >= 0``; ``steps >= blocks_m`` and ``steps >=
+  bnb``, all integers >= 1), so ``mte2 >= (low(blocks_m * ach) + low(bnb * bch)) / mte2_rate``;
+- ``fix >= low(bo_m) * low(bo_n) / fix_rate``.
+
+A feasible point passes the checks of `cost.cube_checks`, so the terms of ``u`` and ``a1`` are taken
+only over the (base_m, base_k) choices with ``rng_m`` and ``l0a * h <= L0A``, and those of ``v`` and
+``b1`` over the (base_k, base_n) choices with ``rng_n`` and ``l0b * h <= L0B`` (``h`` of double
+buffering); ``inf`` where none passes (then the structure has no feasible point and its exact
+bound is ``inf`` too). The floor is ``max(F, min_bytes / hbm_rate) / clock`` with ``F`` the sum of
+the four term floors (double buffering off) or their maximum (on); a structure that does not fix
+double buffering takes the lower of the two. It is finally scaled by ``1 - FLOOR_SLACK``: the
+products of minima are rounded differently from the model's products, and the floor must not
+exceed the exact bound by a rounding (best-first's visit order relies on floor <= exact bound).
+`tests/costmodels/test_structure_bounds.py` checks floor <= exact bound on many structures of
+random problems.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from costmodels.ascend.cube_tables import CUBE_ORDER
+from costmodels.ascend.scoring import Prepared
+
+#: relative margin that keeps a floor below the exact bound despite rounding (far below `mapper.bounds.RTOL`)
+FLOOR_SLACK = 1e-12
+_DB = CUBE_ORDER.index(6)  # the double_buffer axis of the tables' layout
+
+
+def cube_structure_floors(prep: Prepared, names: tuple[str, ...]) -> np.ndarray:
+    """An admissible floor (seconds) of every structure of the `names` parameters, in their choices' C order.
+
+    Raises:
+        ValueError: a name is not a parameter of the space.
+    """
+    order = [p.name for p in prep.space.params]
+    unknown = sorted(set(names) - set(order))
+    if unknown:
+        raise ValueError(f"no parameter {unknown[0]!r} in this space: its parameters are {sorted(order)}")
+    keep = {CUBE_ORDER.index(order.index(n)) for n in names}
+    drop = tuple(i for i in range(len(CUBE_ORDER)) if i not in keep)
+
+    def low(x: np.ndarray) -> np.ndarray:
+        """`x`'s minimum over the parameters the structures leave free (kept axes stay, size 1 elsewhere)."""
+        return np.asarray(x).min(axis=drop, keepdims=True)
+
+    f = {k: v for t in prep.tables for k, v in t.fields.items()}
+    c = prep.consts
+    inf = np.inf
+    ok_a = f["rng_m"] & (f["l0a"] * f["h"] <= c.l0a)  # (double_buffer, base_k, base_m)
+    ok_b = f["rng_n"] & (f["l0b"] * f["h"] <= c.l0b)  # (double_buffer, base_k, base_n)
+    u, a1 = np.where(ok_a, f["u"], inf), np.where(ok_a, f["a1"], inf)
+    v, b1 = np.where(ok_b, f["v"], inf), np.where(ok_b, f["b1"], inf)
+    mk = f["tiles_m"] * f["lknk"]
+    tn = low(f["tiles_n"])
+    cube = low(mk * u) * low(f["tiles_n"] * v) + c.head * low(mk) * tn
+    mte1 = low(mk * a1) * tn + low(f["tiles_m"]) * low(f["lknk"] * f["tiles_n"] * b1)
+    mte2 = (low(f["blocks_m"] * f["ach"]) + low(f["bnb"] * f["bch"])) / c.mte2_rate
+    fix = low(f["bo_m"]) * low(f["bo_n"]) / c.fix_rate
+    top = np.maximum(np.maximum(cube, mte1), np.maximum(mte2, fix))
+    core = np.where(f["db"], top, cube + mte1 + mte2 + fix)
+    if _DB not in keep:  # double buffering left free: the lower of its two choices
+        core = core.min(axis=_DB, keepdims=True)
+    floors = np.maximum(core, c.min_bytes / c.hbm_rate) / c.clock_hz * (1 - FLOOR_SLACK)
+    shape = [len(prep.space.params[order.index(n)].choices) if i in keep else 1 for i, n in _axis_names(order)]
+    floors = np.broadcast_to(floors, shape)
+    axes = [CUBE_ORDER.index(order.index(n)) for n in names]
+    return np.ascontiguousarray(floors.transpose(*axes, *drop).reshape([shape[a] for a in axes]))
+
+
+def _axis_names(order: list[str]) -> list[tuple[int, str]]:
+    """(axis of the tables' layout, parameter name) for every axis of `CUBE_ORDER`."""
+    return [(i, order[d]) for i, d in enumerate(CUBE_ORDER)]
