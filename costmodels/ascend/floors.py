@@ -96,7 +96,7 @@ def cube_structure_floors(prep: Prepared, names: tuple[str, ...]) -> np.ndarray:
     shape = [len(prep.space.params[order.index(n)].choices) if i in keep else 1 for i, n in _axis_names(order)]
     floors = np.broadcast_to(floors, shape)
     axes = [CUBE_ORDER.index(order.index(n)) for n in names]
-    return np.ascontiguousarray(floors.transpose(*axes, *drop).reshape([shape[a] for a in axes]))
+    return np.array(floors.transpose(*axes, *drop).reshape(tuple(shape[a] for a in axes)), order="C")
 
 
 def _axis_names(order: list[str]) -> list[tuple[int, str]]:
