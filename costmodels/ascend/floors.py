@@ -29,15 +29,21 @@ structure does not fix (``low``), so each bounds the term at every point of the 
 
 - ``cube >= low(tiles_m * lknk * u) * low(tiles_n * v) + head * low(tiles_m * lknk) * low(tiles_n)``;
 - ``mte1 >= low(tiles_m * lknk * a1) * low(tiles_n) + low(tiles_m) * low(lknk * tiles_n * b1)``;
-- ``gm_core >= blocks_m * ach + bnb * bch`` (``refetch >= 0``; ``steps >= blocks_m`` and ``steps >=
-  bnb``, all integers >= 1), so ``mte2 >= (low(blocks_m * ach) + low(bnb * bch)) / mte2_rate``;
-- ``fix >= low(bo_m) * low(bo_n) / fix_rate``.
+- ``gm_core >= min(X_a, X_b)`` with ``X_a = blocks_m * nk * ach + steps * bch`` and ``X_b = steps * ach +
+  bnb * nk * bch``: ``max(refetch, blocks_m) >= blocks_m * nk`` (``refetch = steps >= blocks_m * nk`` when
+  ``nk > 1``, else ``nk = 1``) gives ``a_res >= X_a``, and ``max(refetch, bnb) >= bnb * nk`` (``steps >=
+  bnb * nk`` as ``blocks_m >= batch blocks``, all integers >= 1) gives ``b_res >= X_b``; with ``steps =
+  blocks_m * bn * nk``, ``gm_core >= gm = min(low(blocks_m * nk * ach) + low(blocks_m) * low(bn * nk * bch),
+  low(blocks_m * nk * ach) * low(bn) + low(bnb * nk * bch))`` and ``mte2 >= gm / mte2_rate``;
+- ``fix >= out / fix_rate`` with ``out = low(bo_m) * low(bo_n) <= out_bytes``;
+- ``hbm >= min_bytes / hbm_rate``, and with the inputs in HBM (not L2-resident) ``offchip = max(min_bytes,
+  cores_m * cores_n * (gm_core + out_bytes)) >= max(min_bytes, low(cores_m) * low(cores_n) * (gm + out))``.
 
 A feasible point passes the checks of `cost.cube_checks`, so the terms of ``u`` and ``a1`` are taken
 only over the (base_m, base_k) choices with ``rng_m`` and ``l0a * h <= L0A``, and those of ``v`` and
 ``b1`` over the (base_k, base_n) choices with ``rng_n`` and ``l0b * h <= L0B`` (``h`` of double
 buffering); ``inf`` where none passes (then the structure has no feasible point and its exact
-bound is ``inf`` too). The floor is ``max(F, min_bytes / hbm_rate) / clock`` with ``F`` the sum of
+bound is ``inf`` too). The floor is ``max(F, hbm floor) / clock`` with ``F`` the sum of
 the four term floors (double buffering off) or their maximum (on); a structure that does not fix
 double buffering takes the lower of the two. It is finally scaled by ``1 - FLOOR_SLACK``: the
 products of minima are rounded differently from the model's products, and the floor must not
@@ -86,13 +92,21 @@ def cube_structure_floors(prep: Prepared, names: tuple[str, ...]) -> np.ndarray:
     tn = low(f["tiles_n"])
     cube = low(mk * u) * low(f["tiles_n"] * v) + c.head * low(mk) * tn
     mte1 = low(mk * a1) * tn + low(f["tiles_m"]) * low(f["lknk"] * f["tiles_n"] * b1)
-    mte2 = (low(f["blocks_m"] * f["ach"]) + low(f["bnb"] * f["bch"])) / c.mte2_rate
-    fix = low(f["bo_m"]) * low(f["bo_n"]) / c.fix_rate
+    a_all = low(f["blocks_m"] * f["nk"] * f["ach"])  # A's bytes of every M block, every K chunk
+    a_res = a_all + low(f["blocks_m"]) * low(f["bn"] * f["nk"] * f["bch"])
+    b_res = a_all * low(f["bn"]) + low(f["bnb"] * f["nk"] * f["bch"])
+    gm = np.minimum(a_res, b_res)
+    mte2 = gm / c.mte2_rate
+    out = low(f["bo_m"]) * low(f["bo_n"])
+    fix = out / c.fix_rate
+    hbm = c.min_bytes / c.hbm_rate
+    if not c.l2_resident:
+        hbm = np.maximum(c.min_bytes, low(f["cores_m"]) * low(f["cores_n"]) * (gm + out)) / c.hbm_rate
     top = np.maximum(np.maximum(cube, mte1), np.maximum(mte2, fix))
-    core = np.where(f["db"], top, cube + mte1 + mte2 + fix)
-    if _DB not in keep:  # double buffering left free: the lower of its two choices
-        core = core.min(axis=_DB, keepdims=True)
-    floors = np.maximum(core, c.min_bytes / c.hbm_rate) / c.clock_hz * (1 - FLOOR_SLACK)
+    core = np.where(f["db"], top, cube + mte1 + mte2 + fix)  # double buffering's axis: both choices
+    floors = np.maximum(core, hbm) / c.clock_hz * (1 - FLOOR_SLACK)
+    if _DB not in keep:  # hbm may still span double buffering's axis
+        floors = floors.min(axis=_DB, keepdims=True)
     shape = [len(prep.space.params[order.index(n)].choices) if i in keep else 1 for i, n in _axis_names(order)]
     floors = np.broadcast_to(floors, shape)
     axes = [CUBE_ORDER.index(order.index(n)) for n in names]
