@@ -54,6 +54,8 @@ random problems.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from costmodels.ascend.cube_tables import CUBE_ORDER
@@ -77,9 +79,18 @@ def cube_structure_floors(prep: Prepared, names: tuple[str, ...]) -> np.ndarray:
     keep = {CUBE_ORDER.index(order.index(n)) for n in names}
     drop = tuple(i for i in range(len(CUBE_ORDER)) if i not in keep)
 
-    def low(x: np.ndarray) -> np.ndarray:
-        """`x`'s minimum over the parameters the structures leave free (kept axes stay, size 1 elsewhere)."""
-        return np.asarray(x).min(axis=drop, keepdims=True)
+    def low(*factors: np.ndarray) -> np.ndarray:
+        """The minimum of the factors' product over the parameters the structures leave free (kept axes stay,
+        size 1 elsewhere). Each factor is first reduced over the free axes no other factor spans: the factors
+        are positive, so ``min_x a(x, y) b(y) = b(y) min_x a(x, y)`` and the product spans fewer cells."""
+        solo = [
+            tuple(ax for ax in drop if a.shape[ax] > 1 and all(b.shape[ax] == 1 for b in factors if b is not a))
+            for a in factors
+        ]
+        prod = functools.reduce(
+            np.multiply, [a.min(axis=s, keepdims=True) if s else a for a, s in zip(factors, solo, strict=True)]
+        )
+        return np.asarray(prod).min(axis=drop, keepdims=True)
 
     f = {k: v for t in prep.tables for k, v in t.fields.items()}
     c = prep.consts
@@ -88,13 +99,12 @@ def cube_structure_floors(prep: Prepared, names: tuple[str, ...]) -> np.ndarray:
     ok_b = f["rng_n"] & (f["l0b"] * f["h"] <= c.l0b)  # (double_buffer, base_k, base_n)
     u, a1 = np.where(ok_a, f["u"], inf), np.where(ok_a, f["a1"], inf)
     v, b1 = np.where(ok_b, f["v"], inf), np.where(ok_b, f["b1"], inf)
-    mk = f["tiles_m"] * f["lknk"]
-    tn = low(f["tiles_n"])
-    cube = low(mk * u) * low(f["tiles_n"] * v) + c.head * low(mk) * tn
-    mte1 = low(mk * a1) * tn + low(f["tiles_m"]) * low(f["lknk"] * f["tiles_n"] * b1)
-    a_all = low(f["blocks_m"] * f["nk"] * f["ach"])  # A's bytes of every M block, every K chunk
-    a_res = a_all + low(f["blocks_m"]) * low(f["bn"] * f["nk"] * f["bch"])
-    b_res = a_all * low(f["bn"]) + low(f["bnb"] * f["nk"] * f["bch"])
+    tm, lknk, tn = f["tiles_m"], f["lknk"], f["tiles_n"]
+    cube = low(tm, lknk, u) * low(tn, v) + c.head * low(tm, lknk) * low(tn)
+    mte1 = low(tm, lknk, a1) * low(tn) + low(tm) * low(lknk, tn, b1)
+    a_all = low(f["blocks_m"], f["nk"], f["ach"])  # A's bytes of every M block, every K chunk
+    a_res = a_all + low(f["blocks_m"]) * low(f["bn"], f["nk"], f["bch"])
+    b_res = a_all * low(f["bn"]) + low(f["bnb"], f["nk"], f["bch"])
     gm = np.minimum(a_res, b_res)
     mte2 = gm / c.mte2_rate
     out = low(f["bo_m"]) * low(f["bo_n"])

@@ -39,7 +39,6 @@ machine when it stops for a reason other than its budget.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 import time
@@ -50,12 +49,13 @@ import numpy as np
 from costmodels.cancel import Cancelled, cancellable
 from costmodels.protocol import Choice, Param, SearchSpace, Target
 from costmodels.structure_bound import StructureBulkBounded
-from mapper.bounds import RTOL, FrontBounds, StructureBounds, StructureFloored, space_text
+from mapper.bounds import RTOL, FrontBounds, StructureBounds, space_text
 from mapper.planning import DEFAULT_INNER
 from mapper.result import Certificate, TrialCounts, ViolationCount
 from mapper.settings import SearchSettings, StopReason
 from mapper.strategies.base import Searched, Strategy, certificate_notes
 from mapper.strategies.encoding import Encoding, split_params
+from mapper.strategies.floored import Floored, FloorTable, floor_params
 from mapper.strategies.objective import CHECKED, Evaluator
 from mapper.watch import Watch
 from workload.problem import Problem
@@ -120,57 +120,6 @@ def ascending(values: np.ndarray, first: int = 1 << 12) -> Iterator[int]:
         if high == np.inf:
             return
         low, size = high, size * 4
-
-
-class Floored:
-    """Structures in ascending order of their bounds, each bounded exactly only when its floor comes first.
-
-    Every structure starts with the key ``max(whole, floor)`` (`StructureFloored`; `whole` the generic
-    bound when the ordered pass starts), tier 0. Popped at tier 0 it is yielded with ``exact`` False
-    (the caller may stop on its key: every key left is at least as high, and each structure's exact
-    bound at least its key), then bounded by the target (``max(whole, own)``, `StructureBounds.own`)
-    and pushed back at tier 1; popped at tier 1 it is yielded with ``exact`` True, to be scored.
-
-    The tier-1 pops come in the order of ``np.argsort(exact bounds, kind="stable")`` (the order of
-    `structure_order`), provided every floor is at most its exact bound: when ``(e, 1, i)`` is the
-    least entry of the heap, every entry ``(f, 0, j)`` left has ``f > e``, so ``e_j >= f > e``; every
-    ``(e_j, 1, j)`` left has ``(e_j, j) > (e, i)``; and a structure with ``(e_j, j) < (e, i)`` had its
-    ``(f_j, 0, j) < (e, 1, i)`` popped, refined and its ``(e_j, 1, j)`` popped before. Structures in
-    `seen` (scored by the warm starts) are passed over, as the ordered pass skips them. `exact_count`
-    and `seconds` count the exact bounds computed and the time spent bounding (floors included).
-    """
-
-    def __init__(
-        self,
-        bounds: StructureBounds,
-        names: tuple[str, ...],
-        keys: list[tuple[Choice, ...]],
-        floors: np.ndarray,
-        seen: set[tuple[Choice, ...]],
-    ) -> None:
-        self.bounds, self.names, self.keys, self.seen = bounds, names, keys, seen
-        self.whole = bounds.whole()
-        self.heap = [(max(self.whole, float(f)), 0, i) for i, f in enumerate(floors.tolist())]
-        heapq.heapify(self.heap)
-        self.exact_count, self.seconds = 0, 0.0
-
-    def __iter__(self) -> Iterator[tuple[tuple[Choice, ...], float, bool]]:
-        while self.heap:
-            key, tier, i = heapq.heappop(self.heap)
-            if self.keys[i] in self.seen:
-                continue
-            yield self.keys[i], key, bool(tier)
-            if not tier:
-                t0 = time.perf_counter()
-                own = self.bounds.own(dict(zip(self.names, self.keys[i], strict=True)))
-                heapq.heappush(self.heap, (max(self.whole, own), 1, i))
-                self.exact_count += 1
-                self.seconds += time.perf_counter() - t0
-
-
-def floor_params(problem: Problem, target: Target, bounds: StructureBounds) -> bool:
-    """True when the target floors every structure in one array (`StructureFloored`) and has its own bounds."""
-    return isinstance(target, StructureFloored) and bounds.per_structure and not target.supports(problem)
 
 
 def bulk_visits(flat: np.ndarray, structural: tuple[Param, ...]) -> Iterator[tuple[tuple[Choice, ...], float]]:
@@ -248,14 +197,17 @@ class BestFirst(Strategy):
             if watch is not None:
                 watch.report(len(done), total, ev.trace[-1], unit="structures")
 
+        table: FloorTable | None = None  # the target's floors, computed when first asked for
+        if self.floors and front_bounds is None and objective == "latency" and floor_params(problem, target, bounds):
+            table = FloorTable(target, problem, structural, bounds)
         reason: StopReason | None = None
         if settings.warm_start and objective == "latency" and not settings.multi_objective:
-            reason = self._warm(problem, target, space, names, bounds, ev, seen, visit, stop_between, watch)
+            reason = self._warm(problem, target, space, names, bounds, ev, seen, visit, stop_between, watch, table)
         if reason is None and watch is not None and watch.cancelled():  # before bounding every structure
             reason = "cancelled"
         next_bound: float | None = None
         ordered = reason is None
-        self.bound_seconds, bounded, skipped = 0.0, 0, 0
+        self.bound_seconds, bounded, skipped = 0.0, 0, 0  # the ordered pass's, then the floors' (`table`)
         floored: Floored | None = None
         if ordered:
             t0 = time.perf_counter()
@@ -264,16 +216,8 @@ class BestFirst(Strategy):
                 assert isinstance(target, StructureBulkBounded)
                 flat = np.maximum(np.asarray(target.structure_bounds(problem, names), dtype=np.float64), 0.0)
                 visits, bounded = ((k, b, True) for k, b in bulk_visits(flat.reshape(-1), structural)), total
-            elif (
-                self.floors
-                and front_bounds is None
-                and objective == "latency"
-                and floor_params(problem, target, bounds)
-            ):
-                assert isinstance(target, StructureFloored)
-                keys = list(itertools.product(*(p.choices for p in structural)))
-                floors = np.asarray(target.structure_floors(problem, names), dtype=np.float64).reshape(-1)
-                floored = Floored(bounds, names, keys, np.maximum(floors, 0.0), seen)
+            elif table is not None:  # the floors first, an exact bound only when a floor comes first
+                floored = Floored(table, seen)
                 visits, bounded = iter(floored), total
             else:
                 keys = list(itertools.product(*(p.choices for p in structural)))
@@ -283,7 +227,7 @@ class BestFirst(Strategy):
                 visits = (
                     (keys[i], float(raw[i]), True) for i in np.argsort(raw, kind="stable").tolist()
                 )  # ties: numbering
-            self.bound_seconds = time.perf_counter() - t0
+            self.bound_seconds = time.perf_counter() - t0 if floored is None else 0.0  # floors: `table.seconds`
             for key, raw_bound, exact in visits:
                 if key in seen:
                     continue
@@ -303,10 +247,10 @@ class BestFirst(Strategy):
                 visit(key)
             else:
                 reason = "space-exhausted"
-            if floored is not None:
-                self.bound_seconds += floored.seconds
         elif reason != "lower-bound":  # the budget ended among the warm starts: the generic bound holds for the rest
             next_bound = bounds.whole()
+        if table is not None:
+            self.bound_seconds += table.seconds  # the warm starts' bounds too
         visited = len(done)
         assert reason is not None  # the ordered pass always ends with a reason
         cert = self._certificate(space, bounds, front_bounds, ev, total, visited, reason, next_bound, skipped)
@@ -363,12 +307,14 @@ class BestFirst(Strategy):
         visit: Callable[[tuple[Choice, ...]], None],
         stop_between: Callable[[], StopReason | None],
         watch: Watch | None = None,
+        table: FloorTable | None = None,
     ) -> StopReason | None:
         """Score the target's warm-start structures first; ``lower-bound`` when the best reaches the roofline.
 
         Each is scored only while its own bound is below the best found, like every other visit. A
         best at the whole problem's roofline (the generic bound, admissible for every structure)
-        bounds out every structure left, before any other structure is bounded.
+        bounds out every structure left, before any other structure is bounded. With the target's
+        floors (`table`), a structure's exact bound is asked only when its floor does not rule it out.
         """
         try:  # the target's preparation of its warm starts stops at its checkpoints on a cancel
             with cancellable(watch.cancelled if watch is not None else None):
@@ -381,8 +327,10 @@ class BestFirst(Strategy):
             key = tuple(warm[n] for n in names)
             if key in seen:
                 continue
-            if ev.best_values is not None and StructureBounds.bounded_out(
-                bounds(dict(zip(names, key, strict=True))), ev.best_values[0]
+            if ev.best_values is not None and (
+                table.out(key, ev.best_values[0])
+                if table is not None
+                else StructureBounds.bounded_out(bounds(dict(zip(names, key, strict=True))), ev.best_values[0])
             ):
                 continue  # left to the ordered pass, which will bound it out
             reason = stop_between()
