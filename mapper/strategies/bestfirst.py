@@ -5,7 +5,10 @@ parameters' choices fixed, the inner sub-space scored whole with numpy). Every s
 admissible latency bound (`mapper.bounds.StructureBounds`, the family's ``structure_bound``) is
 computed first, one call per structure (the families bound one structure per call); the
 structures are then visited in ascending bound order, ties in the space's numbering (the
-structural choices in C order), so the order depends on the space alone. Each visited structure's
+structural choices in C order), so the order depends on the space alone. A target that also floors
+every structure in one array (`mapper.bounds.StructureFloored`: Ascend, whose exact bound costs
+about what scoring the structure does) gets the same order with an exact bound only for the
+structures whose floor comes first (`mapper.strategies.floored`, one objective). Each visited structure's
 sub-space is scored exactly (`Evaluator.visit`). The search stops when the next structure's bound
 is not below the best found (``bound * (1 + RTOL) >= best``, `StructureBounds.bounded_out`): the
 bounds are sorted, so no structure left can hold a better point and the best is optimal over the
