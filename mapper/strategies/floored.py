@@ -11,7 +11,7 @@ search (`mapper.strategies.bestfirst`) then uses the floors twice without changi
   the structures whose floor comes first bounded exactly (proof in `Floored`).
 
 The floors are computed once, on first use: a search that a warm start proves at the roofline
-needs none.
+needs none, and the warm starts ask `EXACT_FIRST` exact bounds before the floors are computed.
 """
 
 from __future__ import annotations
@@ -28,6 +28,11 @@ from costmodels.protocol import Choice, Param, Target
 from mapper.bounds import StructureBounds, StructureFloored
 from workload.problem import Problem
 
+#: warm starts bounded exactly before the floors are computed: a search a few warm starts prove (most Ascend
+#: layers) asks a few exact bounds, cheaper than the floors of hundreds of structures (either gives the same
+#: decision, so this only moves time)
+EXACT_FIRST = 4
+
 
 def floor_params(problem: Problem, target: Target, bounds: StructureBounds) -> bool:
     """True when the target floors every structure in one array (`StructureFloored`) and has its own bounds."""
@@ -43,6 +48,7 @@ class FloorTable:
         self.names = tuple(p.name for p in structural)
         self.keys = list(itertools.product(*(p.choices for p in structural)))
         self.seconds = 0.0  # time spent computing the floors and the exact bounds asked through `out`
+        self.asked = 0  # exact bounds asked through `out`
 
     @cached_property
     def floors(self) -> np.ndarray:
@@ -58,9 +64,14 @@ class FloorTable:
         return {k: i for i, k in enumerate(self.keys)}
 
     def out(self, key: tuple[Choice, ...], best: float) -> bool:
-        """Whether ``bounds(structure)`` rules the structure out; the exact bound asked only when the floor does not."""
-        if StructureBounds.bounded_out(max(self.bounds.whole(), float(self.floors[self.index[key]])), best):
+        """Whether ``bounds(structure)`` rules the structure out: after `EXACT_FIRST` exact bounds, the exact bound
+        is asked only when the floor does not rule it out."""
+        floors_first = "floors" in self.__dict__ or self.asked >= EXACT_FIRST  # computed, or worth computing
+        if floors_first and StructureBounds.bounded_out(
+            max(self.bounds.whole(), float(self.floors[self.index[key]])), best
+        ):
             return True
+        self.asked += 1
         t0 = time.perf_counter()
         bound = self.bounds(dict(zip(self.names, key, strict=True)))
         self.seconds += time.perf_counter() - t0
