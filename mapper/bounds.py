@@ -96,10 +96,11 @@ class StructureBounds:
 
     def __call__(self, fixed: dict[str, Choice]) -> float:
         """The bound of the structure with these fixed choices (never below the generic bound)."""
-        whole = self.whole()
-        if self._hook is None:
-            return whole
-        return max(whole, float(self._hook(self.problem, dict(fixed))))
+        return max(self.whole(), self.own(fixed))
+
+    def own(self, fixed: dict[str, Choice]) -> float:
+        """The target's bound of the structure alone (0 without a hook: the caller lifts it to `whole`)."""
+        return 0.0 if self._hook is None else float(self._hook(self.problem, dict(fixed)))
 
     @staticmethod
     def bounded_out(bound: float, best: float | None) -> bool:
@@ -116,6 +117,26 @@ def objective_floor(problem: Problem, objective: str) -> float:
     own bounds (`StructureBounds`); any other objective: 0.
     """
     return float(problem.min_bytes) if objective == "offchip_bytes" else 0.0
+
+
+@runtime_checkable
+class StructureFloored(Protocol):
+    """Optional: a target that floors the latency of every structure of some parameters in one array.
+
+    Best-first search (`mapper.strategies.bestfirst`) orders the structures by these floors and
+    asks for a structure's own bound (`StructureBounded.structure_bound`) only when its floor is the
+    lowest key left, so a family whose exact bound is costly (Ascend: a structure's optimum) bounds
+    few structures exactly. Kept here rather than in `costmodels.structure_bound` so that adding it
+    changes no family's cost-model version (`mapper.keys.cost_model_version`).
+
+    Contract: `structure_floors(problem, names)` has the shape of the named parameters' choices (C
+    order, the choices in the space's order); its entry for a combination is at most the target's
+    `structure_bound` of those fixed choices (so no feasible point with them has a lower latency, in
+    seconds). That it is at most the exact bound, and not merely admissible, is what keeps
+    best-first's visit order the order of the exact bounds.
+    """
+
+    def structure_floors(self, problem: Problem, names: tuple[str, ...]) -> np.ndarray: ...
 
 
 @runtime_checkable

@@ -14,6 +14,8 @@ structure does (the box's cells, priced from the same small tables), so the pric
 scoring the same structure reads it instead of pricing it again, and a structure is bounded once
 (its bound kept): each structure a search visits is priced once. `bench.ascend_bounds` prints the
 bound's time per structure and the scoring's with the box priced again (before) and read (after).
+Best-first asks this bound only of the structures whose cheap floor (ascend/floors.py, every
+structure in one numpy pass) comes first in its order; the rest are ruled out by their floors.
 
 Why not a roofline of the pipes: with every legal core grid (ascend/grids.py) a space has about
 10x more structures (156 against 16 for a 4096^3 bf16 GEMM on ascend-910b), and the pipes' maximum

@@ -18,6 +18,7 @@ import numpy as np
 from costmodels.ascend import cost as cc
 from costmodels.ascend.bounds import box, cube_structure_bound
 from costmodels.ascend.energy import cube_operand_bytes, cube_stall_stack, vector_operand_bytes, vector_stall_stack
+from costmodels.ascend.floors import cube_structure_floors
 from costmodels.ascend.hardware import AscendHardware
 from costmodels.ascend.mapping import cube_mapping, vector_mapping
 from costmodels.ascend.render import render_mapping
@@ -95,6 +96,16 @@ class AscendTarget(FamilyTarget[Prepared]):
             return cube_structure_bound(prep, fixed_choices)
         box(prep, fixed_choices)  # the same errors for choices outside the space
         return self.lower_bound(problem).cycles / self.hardware.clock_hz
+
+    def structure_floors(self, problem: Problem, names: tuple[str, ...]) -> np.ndarray:
+        """Seconds at most each structure's `structure_bound`, every structure of `names` at once
+        (ascend/floors.py; `mapper.bounds.StructureFloored`)."""
+        prep = self.prepared(problem)
+        if problem.is_binary and not prep.reasons:
+            return cube_structure_floors(prep, names)
+        shape = tuple(len(p.choices) for n in names for p in prep.space.params if p.name == n)
+        floor = 0.0 if prep.reasons else self.lower_bound(problem).cycles / self.hardware.clock_hz
+        return np.full(shape, floor)
 
     # ---- point level ------------------------------------------------------------------------
     @staticmethod

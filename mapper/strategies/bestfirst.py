@@ -5,7 +5,10 @@ parameters' choices fixed, the inner sub-space scored whole with numpy). Every s
 admissible latency bound (`mapper.bounds.StructureBounds`, the family's ``structure_bound``) is
 computed first, one call per structure (the families bound one structure per call); the
 structures are then visited in ascending bound order, ties in the space's numbering (the
-structural choices in C order), so the order depends on the space alone. Each visited structure's
+structural choices in C order), so the order depends on the space alone. A target that also floors
+every structure in one array (`mapper.bounds.StructureFloored`: Ascend, whose exact bound costs
+about what scoring the structure does) gets the same order with an exact bound only for the
+structures whose floor comes first (`mapper.strategies.floored`, one objective). Each visited structure's
 sub-space is scored exactly (`Evaluator.visit`). The search stops when the next structure's bound
 is not below the best found (``bound * (1 + RTOL) >= best``, `StructureBounds.bounded_out`): the
 bounds are sorted, so no structure left can hold a better point and the best is optimal over the
@@ -55,6 +58,7 @@ from mapper.result import Certificate, TrialCounts, ViolationCount
 from mapper.settings import SearchSettings, StopReason
 from mapper.strategies.base import Searched, Strategy, certificate_notes
 from mapper.strategies.encoding import Encoding, split_params
+from mapper.strategies.floored import Floored, FloorTable, floor_params
 from mapper.strategies.objective import CHECKED, Evaluator
 from mapper.watch import Watch
 from workload.problem import Problem
@@ -133,12 +137,15 @@ class BestFirst(Strategy):
     """Best-first branch and bound over the structures of the space (see the module docstring).
 
     `inner_points`: the sub-space scored per structure (None: the settings' or `DEFAULT_INNER`).
+    `floors`: order by the target's floors (`StructureFloored`, one objective) and bound a structure
+    exactly only when its floor comes first (`Floored`); False: every structure bounded exactly first.
     """
 
     name = "bestfirst"
 
-    def __init__(self, inner_points: int | None = None) -> None:
+    def __init__(self, inner_points: int | None = None, *, floors: bool = True) -> None:
         self.inner_points = inner_points
+        self.floors = floors
         #: seconds spent computing every structure's bound in the last run (the cost of the ordering)
         self.bound_seconds = 0.0
 
@@ -193,38 +200,49 @@ class BestFirst(Strategy):
             if watch is not None:
                 watch.report(len(done), total, ev.trace[-1], unit="structures")
 
+        table: FloorTable | None = None  # the target's floors, computed when first asked for
+        if self.floors and front_bounds is None and objective == "latency" and floor_params(problem, target, bounds):
+            table = FloorTable(target, problem, structural, bounds)
         reason: StopReason | None = None
         if settings.warm_start and objective == "latency" and not settings.multi_objective:
-            reason = self._warm(problem, target, space, names, bounds, ev, seen, visit, stop_between, watch)
+            reason = self._warm(problem, target, space, names, bounds, ev, seen, visit, stop_between, watch, table)
         if reason is None and watch is not None and watch.cancelled():  # before bounding every structure
             reason = "cancelled"
         next_bound: float | None = None
         ordered = reason is None
-        self.bound_seconds, bounded, skipped = 0.0, 0, 0
+        self.bound_seconds, bounded, skipped = 0.0, 0, 0  # the ordered pass's, then the floors' (`table`)
+        floored: Floored | None = None
         if ordered:
             t0 = time.perf_counter()
-            visits: Iterator[tuple[tuple[Choice, ...], float]]
+            visits: Iterator[tuple[tuple[Choice, ...], float, bool]]
             if preferred is not None:  # every structure's bound in one array (`StructureBulkBounded`)
                 assert isinstance(target, StructureBulkBounded)
                 flat = np.maximum(np.asarray(target.structure_bounds(problem, names), dtype=np.float64), 0.0)
-                visits, bounded = bulk_visits(flat.reshape(-1), structural), total
+                visits, bounded = ((k, b, True) for k, b in bulk_visits(flat.reshape(-1), structural)), total
+            elif table is not None:  # the floors first, an exact bound only when a floor comes first
+                floored = Floored(table, seen)
+                visits, bounded = iter(floored), total
             else:
                 keys = list(itertools.product(*(p.choices for p in structural)))
                 stop = lambda: time.perf_counter() > deadline or (watch is not None and watch.cancelled())  # noqa: E731
                 # before a clock is known: the family's bounds alone; cut by the budget, the rest keep the generic bound
                 raw, bounded = structure_order(bounds, names, keys, stop)
-                visits = ((keys[i], float(raw[i])) for i in np.argsort(raw, kind="stable").tolist())  # ties: numbering
-            self.bound_seconds = time.perf_counter() - t0
-            for key, raw_bound in visits:
+                visits = (
+                    (keys[i], float(raw[i]), True) for i in np.argsort(raw, kind="stable").tolist()
+                )  # ties: numbering
+            self.bound_seconds = time.perf_counter() - t0 if floored is None else 0.0  # floors: `table.seconds`
+            for key, raw_bound, exact in visits:
                 if key in seen:
                     continue
                 fixed = dict(zip(names, key, strict=True))
                 if self._out(bounds, front_bounds, ev, fixed, raw_bound):
-                    reason = "lower-bound"
+                    reason = "lower-bound"  # a floor's key too: every structure left has an exact bound above it
                 reason = reason or stop_between()
                 if reason is not None:
                     next_bound = max(raw_bound, bounds.whole())
                     break
+                if not exact:  # a floor: `Floored` bounds the structure exactly before it comes again
+                    continue
                 vec = front_bounds.with_latency(max(raw_bound, bounds.whole())) if front_bounds else None
                 if front_bounds is not None and front_bounds.out(fixed, ev.front_values, vec):
                     skipped += 1  # every cell dominated: out, but a later structure's cells may not be
@@ -234,6 +252,8 @@ class BestFirst(Strategy):
                 reason = "space-exhausted"
         elif reason != "lower-bound":  # the budget ended among the warm starts: the generic bound holds for the rest
             next_bound = bounds.whole()
+        if table is not None:
+            self.bound_seconds += table.seconds  # the warm starts' bounds too
         visited = len(done)
         assert reason is not None  # the ordered pass always ends with a reason
         cert = self._certificate(space, bounds, front_bounds, ev, total, visited, reason, next_bound, skipped)
@@ -256,9 +276,15 @@ class BestFirst(Strategy):
             trials=visited, complete=visited - ev.infeasible, infeasible=ev.infeasible, points_scored=ev.scored,
             top_violations=top,
         )  # fmt: skip
+        bounding = (
+            f"bounding every structure took {self.bound_seconds:.3f} s"
+            if floored is None
+            else f"the target's floors of every structure, then the exact bounds of {floored.exact_count:,} "
+            f"whose floor came first, took {self.bound_seconds:.3f} s"
+        )
         how = (
             f"{visited:,} scored ({'warm starts first, then ' if settings.warm_start else ''}by ascending bound; "
-            f"bounding every structure took {self.bound_seconds:.3f} s)"
+            f"{bounding})"
             if ordered
             else f"{visited:,} scored (warm starts only, stopped by {reason}: no structure bounded one by one)"
         )
@@ -284,12 +310,14 @@ class BestFirst(Strategy):
         visit: Callable[[tuple[Choice, ...]], None],
         stop_between: Callable[[], StopReason | None],
         watch: Watch | None = None,
+        table: FloorTable | None = None,
     ) -> StopReason | None:
         """Score the target's warm-start structures first; ``lower-bound`` when the best reaches the roofline.
 
         Each is scored only while its own bound is below the best found, like every other visit. A
         best at the whole problem's roofline (the generic bound, admissible for every structure)
-        bounds out every structure left, before any other structure is bounded.
+        bounds out every structure left, before any other structure is bounded. With the target's
+        floors (`table`), a structure's exact bound is asked only when its floor does not rule it out.
         """
         try:  # the target's preparation of its warm starts stops at its checkpoints on a cancel
             with cancellable(watch.cancelled if watch is not None else None):
@@ -302,8 +330,10 @@ class BestFirst(Strategy):
             key = tuple(warm[n] for n in names)
             if key in seen:
                 continue
-            if ev.best_values is not None and StructureBounds.bounded_out(
-                bounds(dict(zip(names, key, strict=True))), ev.best_values[0]
+            if ev.best_values is not None and (
+                table.out(key, ev.best_values[0])
+                if table is not None
+                else StructureBounds.bounded_out(bounds(dict(zip(names, key, strict=True))), ev.best_values[0])
             ):
                 continue  # left to the ordered pass, which will bound it out
             reason = stop_between()

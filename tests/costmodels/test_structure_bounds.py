@@ -159,3 +159,42 @@ def test_branch_and_bound_prunes_and_its_certificate_holds(family: str, preset: 
     else:  # the budget ended first (a loaded machine): the remaining bound and the gap it gives still hold
         assert cert.best_remaining_bound is not None and cert.best_remaining_bound <= optimum
         assert cert.gap_bound is not None and r.values["latency"] / optimum - 1 <= cert.gap_bound
+
+
+@pytest.mark.parametrize("preset", FAMILIES["ascend"].presets)
+def test_ascend_floors_are_at_most_the_exact_bounds_on_random_problems(preset: str) -> None:
+    """ascend/floors.py: every structure's floor is at most its exact bound (best-first's order relies on it),
+    so at most every feasible point's latency; and it is above the roofline for many (it rules them out)."""
+    t, f = get_target(preset), FAMILIES["ascend"]
+    rng = random.Random(11)
+    checked = above = 0
+    for p in _random_problems(f, seed=5, n=30):
+        space = t.space(p)
+        names = [q.name for q in space.params]
+        generic = t.lower_bound(p).cycles / t.hardware.clock_hz
+        subsets = [tuple(q.name for q in split_params(space, inner)[0]) for inner in (16, 256, 4096)]
+        subsets += [tuple(n for n in names if n in rng.sample(names, rng.randint(1, len(names)))) for _ in range(3)]
+        subsets += [("core_grid", "double_buffer"), ()]  # any order of the names; none: the whole space
+        for fixed_names in subsets:
+            floors = t.structure_floors(p, fixed_names)
+            choices = [space.params[names.index(n)].choices for n in fixed_names]
+            assert floors.shape == tuple(len(c) for c in choices)
+            combos = list(itertools.product(*(range(len(c)) for c in choices)))
+            for combo in rng.sample(combos, min(len(combos), 30)):
+                fixed = {n: c[i] for n, c, i in zip(fixed_names, choices, combo, strict=True)}
+                exact = t.structure_bound(p, fixed)
+                assert floors[combo] <= exact, (p.label, fixed, floors[combo], exact)
+                checked += 1
+                above += bool(floors[combo] > generic * (1 + 1e-9))
+    assert checked > 1000
+    assert above > checked // 4
+
+
+def test_ascend_floors_of_unary_and_unknown_parameters() -> None:
+    t = get_target("ascend-910b")
+    p = einsum("ij->i", {"i": 64, "j": 96}, dtype="f16", reduce_op="add")
+    names = tuple(q.name for q in t.space(p).params[:1])
+    assert (t.structure_floors(p, names) == t.structure_bound(p, {})).all()
+    gemm = einsum("mk,kn->mn", {"m": 600, "k": 300, "n": 200}, dtype="bf16", weight=1)
+    with pytest.raises(ValueError, match="no parameter 'tile'"):
+        t.structure_floors(gemm, ("tile",))

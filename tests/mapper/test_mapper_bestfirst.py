@@ -217,3 +217,52 @@ def test_several_objectives_give_the_exact_front() -> None:
     assert sorted(v for _, v in bf.front) == sorted(v for _, v in exact.front)
     vals = np.array([v for _, v in bf.front])
     assert len(pareto_front(vals)) == len(vals)  # no dominated or repeated entry
+
+
+class FlooredFake(BoundedFake):
+    """The bounded fake with floors: each structure's bound times a factor in [0.5, 1] (1 for a third of them:
+    ties between floors and exact bounds), and a count of the exact bounds asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.exact = 0
+
+    def structure_bound(self, problem: Problem, fixed: dict[str, Any]) -> float:
+        self.exact += 1
+        return super().structure_bound(problem, fixed)
+
+    def structure_floors(self, problem: Problem, names: tuple[str, ...]) -> np.ndarray:
+        params = [p for n in names for p in self.space(problem).params if p.name == n]
+        keys = list(itertools.product(*(p.choices for p in params)))
+        exact = np.array([BoundedFake.structure_bound(self, problem, dict(zip(names, k, strict=True))) for k in keys])
+        rng = np.random.default_rng(len(keys))
+        factor = np.where(rng.random(len(keys)) < 1 / 3, 1.0, rng.uniform(0.5, 1.0, len(keys)))
+        return (exact * factor).reshape([len(p.choices) for p in params])
+
+
+@pytest.mark.parametrize(
+    ("target", "problem", "inner"),
+    [(FlooredFake(), P, 8), (get_target("ascend-910b"), TINY_CONV, 2048), (get_target("ascend-a5"), TINY_GEMM, 256)],
+    ids=["fake", "ascend-910b", "ascend-a5"],
+)
+@pytest.mark.parametrize("warm", [False, True], ids=["ordered", "warm-starts"])
+def test_floors_keep_the_order_of_the_exact_bounds(
+    monkeypatch: pytest.MonkeyPatch, target: Any, problem: Problem, inner: int, warm: bool
+) -> None:
+    """`Floored`: the same structures scored in the same order, the same answer and certificate as bounding
+    every structure exactly first; fewer exact bounds."""
+    seen = _visits(monkeypatch)
+    s = SearchSettings(inner_points=inner, warm_start=warm)
+    exact = run(BestFirst(inner, floors=False), problem, target, s)
+    order = list(seen)
+    seen.clear()
+    if isinstance(target, FlooredFake):
+        target.exact = 0
+    floored = run(BestFirst(inner), problem, target, s)
+    assert seen == order and order  # Ascend's exact bounds leave one structure to score when nothing ties
+    assert floored.point == exact.point and floored.values == exact.values and floored.trace == exact.trace
+    assert floored.counts == exact.counts and floored.certificate == exact.certificate
+    assert floored.proven_optimal and floored.certificate.pruned_by_bound > 0
+    assert any("whose floor came first" in n for n in floored.notes)
+    if isinstance(target, FlooredFake):
+        assert 0 < target.exact < floored.certificate.structures_total and len(order) > 1

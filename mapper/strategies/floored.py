@@ -1,0 +1,118 @@
+"""Best-first's order by the target's floors: a structure is bounded exactly only when its floor comes first.
+
+A family whose exact structure bound is costly (Ascend: a structure's optimum, about as costly as
+scoring it) also floors every structure in one array (`mapper.bounds.StructureFloored`). Best-first
+search (`mapper.strategies.bestfirst`) then uses the floors twice without changing what it does:
+
+- a warm start is skipped when its bound is not below the best found; `FloorTable.out` asks the
+  exact bound only when the floor does not already rule the structure out (the floor being at most
+  the exact bound, a floor that rules it out means the exact bound does too: the same decision);
+- the ordered pass takes the structures from `Floored`: the order of the exact bounds, with only
+  the structures whose floor comes first bounded exactly (proof in `Floored`).
+
+The floors are computed once, on first use: a search that a warm start proves at the roofline
+needs none, and the warm starts ask `EXACT_FIRST` exact bounds before the floors are computed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from collections.abc import Iterator
+from functools import cached_property
+
+import numpy as np
+
+from costmodels.protocol import Choice, Param, Target
+from mapper.bounds import StructureBounds, StructureFloored
+from workload.problem import Problem
+
+#: warm starts bounded exactly before the floors are computed: a search a few warm starts prove (most Ascend
+#: layers) asks a few exact bounds, cheaper than the floors of hundreds of structures (either gives the same
+#: decision, so this only moves time)
+EXACT_FIRST = 4
+
+
+def floor_params(problem: Problem, target: Target, bounds: StructureBounds) -> bool:
+    """True when the target floors every structure in one array (`StructureFloored`) and has its own bounds."""
+    return isinstance(target, StructureFloored) and bounds.per_structure and not target.supports(problem)
+
+
+class FloorTable:
+    """The target's floors of every structure of the `structural` parameters, computed on first use."""
+
+    def __init__(self, target: Target, problem: Problem, structural: tuple[Param, ...], bounds: StructureBounds):
+        assert isinstance(target, StructureFloored)
+        self.target, self.problem, self.bounds = target, problem, bounds
+        self.names = tuple(p.name for p in structural)
+        self.keys = list(itertools.product(*(p.choices for p in structural)))
+        self.seconds = 0.0  # time spent computing the floors and the exact bounds asked through `out`
+        self.asked = 0  # exact bounds asked through `out`
+
+    @cached_property
+    def floors(self) -> np.ndarray:
+        """Every structure's floor (seconds, at least 0), in the order of `keys` (C order)."""
+        t0 = time.perf_counter()
+        raw = self.target.structure_floors(self.problem, self.names)
+        out = np.maximum(np.asarray(raw, dtype=np.float64).reshape(-1), 0.0)
+        self.seconds += time.perf_counter() - t0
+        return out
+
+    @cached_property
+    def index(self) -> dict[tuple[Choice, ...], int]:
+        return {k: i for i, k in enumerate(self.keys)}
+
+    def out(self, key: tuple[Choice, ...], best: float) -> bool:
+        """Whether ``bounds(structure)`` rules the structure out: after `EXACT_FIRST` exact bounds, the exact bound
+        is asked only when the floor does not rule it out."""
+        floors_first = "floors" in self.__dict__ or self.asked >= EXACT_FIRST  # computed, or worth computing
+        if floors_first and StructureBounds.bounded_out(
+            max(self.bounds.whole(), float(self.floors[self.index[key]])), best
+        ):
+            return True
+        self.asked += 1
+        t0 = time.perf_counter()
+        bound = self.bounds(dict(zip(self.names, key, strict=True)))
+        self.seconds += time.perf_counter() - t0
+        return StructureBounds.bounded_out(bound, best)
+
+
+class Floored:
+    """Structures in ascending order of their bounds, each bounded exactly only when its floor comes first.
+
+    Every structure starts with the key ``max(whole, floor)`` (`FloorTable`; `whole` the generic
+    bound when the ordered pass starts), tier 0. Popped at tier 0 it is yielded with ``exact`` False
+    (the caller may stop on its key: every key left is at least as high, and each structure's exact
+    bound at least its key), then bounded by the target (``max(whole, own)``, `StructureBounds.own`)
+    and pushed back at tier 1; popped at tier 1 it is yielded with ``exact`` True, to be scored.
+
+    The tier-1 pops come in the order of ``np.argsort(exact bounds, kind="stable")`` (the order of
+    `bestfirst.structure_order`), provided every floor is at most its exact bound: when ``(e, 1, i)`` is
+    the least entry of the heap, every entry ``(f, 0, j)`` left has ``f > e``, so ``e_j >= f > e``; every
+    ``(e_j, 1, j)`` left has ``(e_j, j) > (e, i)``; and a structure with ``(e_j, j) < (e, i)`` had its
+    ``(f_j, 0, j) < (e, 1, i)`` popped, refined and its ``(e_j, 1, j)`` popped before. Structures in
+    `seen` (scored by the warm starts) are passed over, as the ordered pass skips them. `exact_count`
+    counts the exact bounds computed here, `table.seconds` the time spent bounding (floors included).
+    """
+
+    def __init__(self, table: FloorTable, seen: set[tuple[Choice, ...]]) -> None:
+        self.table, self.seen = table, seen
+        self.whole = table.bounds.whole()
+        self.heap = [(max(self.whole, f), 0, i) for i, f in enumerate(table.floors.tolist())]
+        heapq.heapify(self.heap)
+        self.exact_count = 0
+
+    def __iter__(self) -> Iterator[tuple[tuple[Choice, ...], float, bool]]:
+        keys, names = self.table.keys, self.table.names
+        while self.heap:
+            key, tier, i = heapq.heappop(self.heap)
+            if keys[i] in self.seen:
+                continue
+            yield keys[i], key, bool(tier)
+            if not tier:
+                t0 = time.perf_counter()
+                own = self.table.bounds.own(dict(zip(names, keys[i], strict=True)))
+                heapq.heappush(self.heap, (max(self.whole, own), 1, i))
+                self.exact_count += 1
+                self.table.seconds += time.perf_counter() - t0
