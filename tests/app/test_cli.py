@@ -51,7 +51,9 @@ def test_tune_json_is_the_result() -> None:
     res = runner.invoke(app, ["tune", *MATMUL, "--target", "trn2", "--json"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
-    assert data["target"] == "trn2" and data["proven_optimal"] and data["stop_reason"] == "enumerated"
+    # proven over trn2's whole space of every tile count: by enumeration or by best-first's bound
+    assert data["target"] == "trn2" and data["proven_optimal"]
+    assert data["stop_reason"] in ("enumerated", "lower-bound", "space-exhausted")
     assert data["validation_passed"] is True and data["mapping"]["levels"]
 
 

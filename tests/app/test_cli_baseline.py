@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 import mapper.cache
 from app import baseline as bl
 from app.cli import app
+from mapper.display import fmt
 
 runner = CliRunner()
 MATMUL = ["--einsum", "mk,kn->mn", "--size", "m=64", "--size", "k=64", "--size", "n=64", "--weight", "1"]
@@ -59,7 +60,9 @@ def test_round_trip_equal_is_0_and_ten_percent_better_baseline_is_6(tmp_path: Pa
     worse = runner.invoke(app, ["tune", *MATMUL, "--target", "trn2", "--baseline", str(base), "--tolerance", "2%"])
     assert worse.exit_code == 6, worse.output
     line = next(x for x in worse.stderr.splitlines() if x.startswith("regression:"))
-    assert "trn2" in line and "m=64 k=64 n=64" in line and "143.2 ns > baseline 128.9 ns" in line and "+11.1%" in line
+    v = result["values"]["latency"]
+    assert "trn2" in line and "m=64 k=64 n=64" in line and "+11.1%" in line
+    assert f"{fmt(v, 's')} > baseline {fmt(v * 0.9, 's')}" in line and fmt(v, "s").endswith(" ns")
     loose = runner.invoke(app, ["tune", *MATMUL, "--target", "trn2", "--baseline", str(base), "--tolerance", "0.2"])
     assert loose.exit_code == 0, loose.output
 
