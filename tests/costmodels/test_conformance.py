@@ -166,11 +166,25 @@ def test_score_codes_equals_score_batch(target: Target, pname: str) -> None:
     assert np.array_equal(part.objectives["latency"], np.asarray(by_values.objectives["latency"])[17:29])
 
 
+def _random_subgrid(space: SearchSpace, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """The codes of a random sub-grid of at most `SCAN_POINTS` points: a few random choices of every
+    parameter, all their combinations (a product, so a target that prices sub-grids, as Trainium's
+    `SubgridScorer` does, prices it in one pass; scattered points would each be a sub-grid of their own)."""
+    picks: list[np.ndarray] = []
+    budget = float(SCAN_POINTS)
+    for i, p in enumerate(space.params):
+        take = max(1, min(len(p.choices), int(budget ** (1 / (len(space.params) - i)))))
+        picks.append(np.sort(rng.choice(len(p.choices), size=take, replace=False)))
+        budget /= take
+    grid = np.meshgrid(*picks, indexing="ij")
+    return {p.name: g.reshape(-1).astype(np.intp) for p, g in zip(space.params, grid, strict=True)}
+
+
 def test_infeasible_points_are_found_and_explained(target: Target) -> None:
     """Every preset rules some points out on these problems, and says why for each one it rules out.
 
-    The infeasible points are found with the scorer over the whole space, or over `SCAN_POINTS` random
-    points of a larger one (Trainium's every tile count: 1e8 points and more), since the sampled points
+    The infeasible points are found with the scorer over the whole space, or over a random sub-grid of
+    `SCAN_POINTS` points of a larger one (Trainium's every tile count: 1e8 points and more), since the sampled points
     of the tests above may all be feasible; then a spread of them is checked one by one.
     """
     from costmodels.choice_codes import SpaceCoder
@@ -184,7 +198,7 @@ def test_infeasible_points_are_found_and_explained(target: Target) -> None:
         if space.size <= SCAN_POINTS:
             codes = {k: v.astype(np.intp) for k, v in SpaceCoder(space).encode(space.columns())[0].items()}
         else:
-            codes = {p.name: rng.integers(0, len(p.choices), SCAN_POINTS).astype(np.intp) for p in space.params}
+            codes = _random_subgrid(space, rng)
         bad = np.flatnonzero(~np.asarray(target.score_codes(problem, codes).feasible, dtype=bool))
         for i in bad[:: max(1, bad.size // 25)][:25]:
             point = {p.name: p.choices[int(codes[p.name][i])] for p in space.params}
