@@ -46,10 +46,10 @@ class TrainiumHardware(BaseModel):
     access_overhead_cycles: float = Field(ge=0, description="static overhead of one SBUF/PSUM access")
     energy: EnergyTable = Field(description="pJ per MAC by dtype and per byte by level, each with its source")
     # A search option, not a chip fact: which tile space the mapper offers (issue #12). The default
-    # is the ladder space, enumerated whole; "every" is every legal tile count (rule T1), searched by
-    # best-first branch and bound with a proof over it (costmodels/trainium/tiles.py).
+    # is every legal tile count (rule T1), searched by best-first branch and bound with a proof over
+    # it (costmodels/trainium/tiles.py); "ladder" is the smaller space offered before, enumerated whole.
     tile_space: Literal["ladder", "every"] = Field(
-        default="ladder",
+        default="every",
         description="tiles offered: 'ladder' (2^a and 3*2^a caps within 2 M points, enumerated) or 'every' "
         "(every tile count, proven by best-first branch and bound over the whole tile space)",
     )

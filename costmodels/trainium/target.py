@@ -81,8 +81,8 @@ class TrainiumTarget(FamilyTarget[Prepared]):
     def __init__(self, name: str, hardware: TrainiumHardware) -> None:
         super().__init__(name, hardware)
         self.hardware: TrainiumHardware = hardware
-        #: the tiles `build_space` offers: `space.LADDER` (the default) or `space.EVERY`, every tile count
-        #: (rule T1), from the ``tile_space`` override
+        #: the tiles `build_space` offers: `space.EVERY`, every tile count (rule T1, the default), or
+        #: `space.LADDER`, the smaller space offered before, from the ``tile_space`` override
         self.tiles: str = EVERY if hardware.tile_space == "every" else LADDER
         self._bounds: ProblemMemo[EngineBound | None] = ProblemMemo(self._engine_bound, size=self.keep)
         self._tile_bounds: ProblemMemo[np.ndarray | None] = ProblemMemo(self._tile_bound_cycles, size=self.keep)

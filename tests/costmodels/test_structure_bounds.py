@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from costmodels.protocol import Choice
+from costmodels.protocol import Choice, Target
 from costmodels.registry import get_target
 from costmodels.structure_bound import StructureBounded
 from mapper.search import tune
@@ -83,15 +83,22 @@ def _random_problems(f: Family, seed: int, n: int) -> list[Problem]:
     return out
 
 
+def _target(preset: str) -> Target:
+    """The preset's target; Trainium's with its ladder tiles: these tests enumerate every space they bound,
+    and every tile count gives 1e8+ points on their random problems (that space's bounds are checked
+    against enumeration on small problems in tests/costmodels/trainium/test_trainium_tile_bounds.py)."""
+    return get_target(preset, {"tile_space": "ladder"} if preset in FAMILIES["trainium"].presets else None)
+
+
 def _bounded(preset: str) -> StructureBounded:
-    t = get_target(preset)
+    t = _target(preset)
     assert isinstance(t, StructureBounded)
     return t
 
 
 @pytest.mark.parametrize(("family", "preset"), CASES)
 def test_no_structure_beats_its_bound_on_random_problems(family: str, preset: str) -> None:
-    f, t = FAMILIES[family], get_target(preset)
+    f, t = FAMILIES[family], _target(preset)
     bounded = _bounded(preset)
     rng = random.Random(7)
     checked = tighter = 0
@@ -144,7 +151,7 @@ def test_choices_outside_the_space_are_refused(family: str) -> None:
 
 @pytest.mark.parametrize(("family", "preset"), CASES)
 def test_branch_and_bound_prunes_and_its_certificate_holds(family: str, preset: str) -> None:
-    f, t = FAMILIES[family], get_target(preset)
+    f, t = FAMILIES[family], _target(preset)
     sizes, inner, trials = f.bnb
     p = einsum("mk,kn->mn", sizes, dtype=f.dtypes[0], weight=1)
     optimum = tune(p, t, SearchSettings(strategy="exhaustive"), validate=False).values["latency"]

@@ -206,11 +206,11 @@ def test_a_problem_trainium_cannot_run_gets_no_bulk_structures() -> None:
 
 
 def test_the_tile_space_is_chosen_per_request() -> None:
-    """``tile_space`` (an override): the ladder by default, every tile count on request; a bad value is refused."""
+    """``tile_space`` (an override): every tile count by default, the ladder on request; a bad value is refused."""
     from workload.errors import ProblemError
 
     p = einsum("mk,kn->mn", {"m": 64, "k": 64, "n": 64}, dtype="bf16", weight=1)
-    ladder, every = get_target("trn2"), target("trn2")
+    ladder, every = get_target("trn2", {"tile_space": "ladder"}), get_target("trn2")
     assert ladder.hardware.tile_space == "ladder" and every.hardware.tile_space == "every"
     assert ladder.space(p).size == build_space(p, every.hardware, tiles=LADDER).size < every.space(p).size
     a = tune(p, ladder, SearchSettings(), validate=False)
