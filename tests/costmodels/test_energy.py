@@ -269,7 +269,7 @@ def test_an_override_of_an_energy_figure_changes_the_energy_optimum() -> None:
 
 def test_a_latency_and_energy_search_returns_a_pareto_front() -> None:
     t = get_target("trn2")
-    r = tune(GEMM, t, SearchSettings(objectives=("latency", "energy")), validate=False)
+    r = tune(GEMM, t, SearchSettings(objectives=("latency", "energy"), max_seconds=3), validate=False)
     front = [(p.values["latency"], p.values["energy"]) for p in r.pareto]
     assert len(front) >= 2
     for i, a in enumerate(front):  # no point of the front dominates another

@@ -20,6 +20,7 @@ from mapper.enumerate import ChunkPlan, subspace_codes
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from mapper.strategies import split_params
+from tests.enumerable import enumerable_target
 from tests.mapper.fake_target import FakeMatmulTarget, matmul
 from workload.conv2d import conv2d
 from workload.einsum import einsum
@@ -62,7 +63,7 @@ class BoundedFake(FakeMatmulTarget):
 @pytest.mark.parametrize("preset", target_names())
 @pytest.mark.parametrize("problem", [GEMM, CONV], ids=["gemm", "conv"])
 def test_no_structure_beats_its_bound_on_any_preset(preset: str, problem: Problem) -> None:
-    target = get_target(preset)
+    target = enumerable_target(preset)  # the exhaustive tune below scores the whole space
     if target.supports(problem):
         pytest.skip(f"{preset} does not run this problem")
     space = target.space(problem)
@@ -153,8 +154,9 @@ def test_several_objectives_are_not_pruned_without_a_floor_on_each() -> None:
 @pytest.mark.parametrize("preset", target_names())
 @pytest.mark.parametrize("problem", [GEMM, CONV], ids=["gemm", "conv"])
 def test_no_point_moves_fewer_offchip_bytes_than_the_problem_needs(preset: str, problem: Problem) -> None:
-    """`objective_floor` (offchip_bytes >= Problem.min_bytes) is admissible: every feasible point of the whole space."""
-    target = get_target(preset)
+    """`objective_floor` (offchip_bytes >= Problem.min_bytes) is admissible: every feasible point of the whole space
+    (Trainium's ladder space: its every-tile default is sampled in the test below)."""
+    target = enumerable_target(preset)
     if target.supports(problem):
         pytest.skip(f"{preset} does not run this problem")
     space = target.space(problem)
@@ -166,6 +168,27 @@ def test_no_point_moves_fewer_offchip_bytes_than_the_problem_needs(preset: str, 
         least = min(least, float(off.min()))
     assert np.isfinite(least) and least >= objective_floor(problem, "offchip_bytes") * (1 - 1e-12)
     assert objective_floor(problem, "footprint") == 0.0
+
+
+@pytest.mark.parametrize("preset", ["trn1", "trn2"])
+def test_no_sampled_point_of_every_tile_count_moves_fewer_offchip_bytes(preset: str) -> None:
+    """The floor on Trainium's default space (every tile count, 1e8+ points here): random sub-grids of it."""
+    target = get_target(preset)
+    assert target.hardware.tile_space == "every"
+    rng = np.random.default_rng(11)
+    for problem in (GEMM, CONV):
+        space = target.space(problem)
+        params = space.params
+        assert space.size > 10_000_000
+        least = np.inf
+        for _ in range(4):  # a product of a few random choices per parameter: one priced sub-grid each
+            picks = [np.sort(rng.choice(len(p.choices), size=min(len(p.choices), 3), replace=False)) for p in params]
+            grid = np.meshgrid(*picks, indexing="ij")
+            codes = {p.name: g.reshape(-1).astype(np.intp) for p, g in zip(space.params, grid, strict=True)}
+            score = target.score_codes(problem, codes)
+            feasible = np.asarray(score.feasible, dtype=bool)
+            least = min(least, float(np.where(feasible, np.asarray(score.objectives["offchip_bytes"]), np.inf).min()))
+        assert np.isfinite(least) and least >= objective_floor(problem, "offchip_bytes") * (1 - 1e-12)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
