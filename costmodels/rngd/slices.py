@@ -30,54 +30,77 @@ against the unpruned space.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import numpy as np
 
+from costmodels.protocol import SearchSpace
 from costmodels.rngd.factors import shard_factors
 from costmodels.rngd.space import ROLES, Roles, grid_parts
 
 
-def stage1_factors(
-    r: Roles,
-    grids: tuple[int, ...],
-    clusters: tuple[int, ...],
-    c_roles: tuple[str, ...],
-    s_roles: tuple[str, ...],
-    shifts: tuple[bool, ...],
-) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+@dataclass(frozen=True)
+class Stage1:
+    """A problem's roles and the choices of its space's stage-1 parameters, which the dominance rules read.
+
+    Stage 1 (`rngd.factors.shard_factors`) places the problem on clusters and slices: ``clusters``,
+    ``cluster_role`` (`c_roles`), ``slice_role`` (`s_roles`), ``shift`` and ``slice_grid`` (`grids`).
+    """
+
+    roles: Roles
+    grids: tuple[int, ...]
+    clusters: tuple[int, ...]
+    c_roles: tuple[str, ...]
+    s_roles: tuple[str, ...]
+    shifts: tuple[bool, ...]
+
+    @classmethod
+    def of_space(cls, roles: Roles, space: SearchSpace) -> Stage1:
+        """The stage-1 choices of `space` (an RNGD space of the problem whose roles are `roles`)."""
+        ch = {p.name: p.choices for p in space.params}
+        return cls(
+            roles=roles,
+            grids=tuple(int(x) for x in ch["slice_grid"]),
+            clusters=tuple(int(x) for x in ch["clusters"]),
+            c_roles=tuple(str(x) for x in ch["cluster_role"]),
+            s_roles=tuple(str(x) for x in ch["slice_role"]),
+            shifts=tuple(bool(x) for x in ch["shift"]),
+        )
+
+    def with_grids(self, grids: tuple[int, ...]) -> Stage1:
+        """The same choices with `grids` as the slice grids."""
+        return replace(self, grids=grids)
+
+
+def stage1_factors(s: Stage1) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Every stage-1 choice (cluster, cluster role, shift, slice role, grid; grid fastest) and its shard factors.
 
     Returns the cluster count of each choice (the grid's length) and `shard_factors` over the grid.
     """
     grid = np.meshgrid(
-        np.asarray(clusters, dtype=np.int64),
-        np.asarray(c_roles),
-        np.asarray(shifts, dtype=bool),
-        np.asarray(s_roles),
-        np.asarray(grids, dtype=np.int64),
+        np.asarray(s.clusters, dtype=np.int64),
+        np.asarray(s.c_roles),
+        np.asarray(s.shifts, dtype=bool),
+        np.asarray(s.s_roles),
+        np.asarray(s.grids, dtype=np.int64),
         indexing="ij",
     )
     c, rc, sh, rs, g = (x.reshape(-1) for x in grid)
-    return c, shard_factors(r, c, g, rc, rs, sh)
+    return c, shard_factors(s.roles, c, g, rc, rs, sh)
 
 
-def slice_images(
-    r: Roles,
-    grids: tuple[int, ...],
-    clusters: tuple[int, ...],
-    c_roles: tuple[str, ...],
-    s_roles: tuple[str, ...],
-    shifts: tuple[bool, ...],
-) -> tuple[np.ndarray, np.ndarray]:
-    """For every stage-1 choice, the (slice_role, slice_grid) it maps to: indices into `s_roles` and `grids`.
+def slice_images(s: Stage1) -> tuple[np.ndarray, np.ndarray]:
+    """For every stage-1 choice, the (slice_role, slice_grid) it maps to: indices into `s.s_roles` and `s.grids`.
 
-    Two arrays of shape ``(len(clusters), len(c_roles), len(shifts), len(s_roles), len(grids))``.
+    Two arrays of shape ``(len(s.clusters), len(s.c_roles), len(s.shifts), len(s.s_roles), len(s.grids))``.
     The image of ``(role, g)`` is the choice of fewest slices (first role, then first grid, on a tie)
     among those whose ``e2`` equals that of ``(role, g)`` on every axis, when it has fewer slices and
     gives no role more slices; otherwise ``(role, g)`` itself (see the module's proof). An image is
     its own image: no choice of fewer slices has its ``e2``.
     """
-    n_r, n_s = len(s_roles), len(grids)
-    c, f = stage1_factors(r, grids, clusters, c_roles, s_roles, shifts)
+    r = s.roles
+    n_r, n_s = len(s.s_roles), len(s.grids)
+    c, f = stage1_factors(s)
     m = n_r * n_s  # choices (role, count) of one combination of the other stage-1 choices
     n_combo = len(c) // m
     combo = np.repeat(np.arange(n_combo), m)
@@ -86,7 +109,7 @@ def slice_images(
     share = np.stack([np.prod([f[f"sl:{a}"] for a in r.axes[role]] or [ones], axis=0) for role in ROLES], axis=1)
     _, gid = np.unique(np.column_stack([combo, e2]), axis=0, return_inverse=True)
     gid = gid.reshape(-1)
-    a, b = grid_parts(np.asarray(grids, dtype=np.int64))
+    a, b = grid_parts(np.asarray(s.grids, dtype=np.int64))
     cnt = np.tile(a * b, n_combo * n_r)  # slices of each choice
     idx = np.arange(len(c))
     order = np.lexsort((idx, cnt, gid))  # by group, then slices, then role and grid
@@ -96,20 +119,13 @@ def slice_images(
     head[order] = order[np.repeat(starts, np.diff(np.r_[starts, len(c)]))]  # smallest-count choice of the group
     better = (cnt[head] < cnt) & (share[head] <= share).all(axis=1)
     out = np.where(better, head, idx) - combo * m
-    shape = (len(clusters), len(c_roles), len(shifts), n_r, n_s)
+    shape = (len(s.clusters), len(s.c_roles), len(s.shifts), n_r, n_s)
     return (out // n_s).reshape(shape), (out % n_s).reshape(shape)
 
 
-def kept_grids(
-    r: Roles,
-    grids: tuple[int, ...],
-    clusters: tuple[int, ...],
-    c_roles: tuple[str, ...],
-    s_roles: tuple[str, ...],
-    shifts: tuple[bool, ...],
-) -> tuple[int, ...]:
+def kept_grids(s: Stage1) -> tuple[int, ...]:
     """The grids that are their own image for some other stage-1 choice (the others are dominated)."""
-    role_img, grid_img = slice_images(r, grids, clusters, c_roles, s_roles, shifts)
-    own = (grid_img == np.arange(len(grids))) & (role_img == np.arange(len(s_roles))[:, None])
-    keep = own.reshape(-1, len(grids)).any(axis=0)
-    return tuple(int(x) for x, k in zip(grids, keep, strict=True) if k)
+    role_img, grid_img = slice_images(s)
+    own = (grid_img == np.arange(len(s.grids))) & (role_img == np.arange(len(s.s_roles))[:, None])
+    keep = own.reshape(-1, len(s.grids)).any(axis=0)
+    return tuple(int(x) for x, k in zip(s.grids, keep, strict=True) if k)

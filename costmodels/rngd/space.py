@@ -166,7 +166,7 @@ def build_space(problem: Problem, hw: RngdHardware, *, prune: bool = True) -> Se
     Above the mapper's enumeration limit (2,000,000 points) the search is branch and bound over
     structures, with `RngdTarget.structure_bound` (`rngd.bounds`) as each structure's bound.
     """
-    from costmodels.rngd.slices import kept_grids  # (they build on rngd.factors, which imports this module)
+    from costmodels.rngd.slices import Stage1, kept_grids  # (they build on rngd.factors, which imports this module)
     from costmodels.rngd.trf_splits import all_splits, kept_splits
 
     r = roles_of(problem)
@@ -184,8 +184,9 @@ def build_space(problem: Problem, hw: RngdHardware, *, prune: bool = True) -> Se
     s_roles, grids = slice_grids(shard, size, hw.slices_per_cluster)
     trf = all_splits(r)
     if prune:
-        grids = kept_grids(r, grids, clusters, c_roles, s_roles, shift)
-        trf = kept_splits(r, grids, clusters, c_roles, s_roles, shift, rows)
+        stage1 = Stage1(roles=r, grids=grids, clusters=clusters, c_roles=c_roles, s_roles=s_roles, shifts=shift)
+        grids = kept_grids(stage1)
+        trf = kept_splits(stage1.with_grids(grids), rows)
     # Stage-1 choices first, so that the points the mapper scores in a row (last parameter fastest)
     # share their stage-1 row of the scorer's tables (`rngd.scoring`): gathers stay in cache.
     params = (

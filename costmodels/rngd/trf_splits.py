@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from costmodels.rngd.factors import TRF_CANDIDATES, spread_factor, trf_image
-from costmodels.rngd.slices import stage1_factors
+from costmodels.rngd.slices import Stage1, stage1_factors
 from costmodels.rngd.space import Roles
 
 
@@ -42,26 +42,19 @@ def all_splits(r: Roles) -> tuple[int, ...]:
     return tuple(c for c in TRF_CANDIDATES if c < n_size) + tuple(above)
 
 
-def kept_splits(
-    r: Roles,
-    grids: tuple[int, ...],
-    clusters: tuple[int, ...],
-    c_roles: tuple[str, ...],
-    s_roles: tuple[str, ...],
-    shifts: tuple[bool, ...],
-    rows: tuple[int, ...],
-) -> tuple[int, ...]:
+def kept_splits(s: Stage1, rows: tuple[int, ...]) -> tuple[int, ...]:
     """The splits of `all_splits` that are their own image for some stage-1 choice and rows choice.
 
     The N axes' extents on a row are those `rngd.factors.lane_factors` computes with the N axes
     outside the packet (the only case the batch scorer tabulates; a point with an N axis in the
     packet is scored by the per-point formulas, which apply the same rule to any split).
     """
+    r = s.roles
     splits = all_splits(r)
     nx = list(r.axes["n"])
     if not nx or len(splits) == 1:
         return splits
-    _, f = stage1_factors(r, grids, clusters, c_roles, s_roles, shifts)
+    _, f = stage1_factors(s)
     e2 = np.unique(np.stack([f[f"e2:{a}"] for a in nx], axis=1), axis=0)  # distinct N extents of a slice
     n_e, n_r, n_t = len(e2), len(rows), len(splits)
     ext = [np.repeat(e2[:, i], n_r * n_t) for i in range(len(nx))]  # (extent, rows, split), split fastest

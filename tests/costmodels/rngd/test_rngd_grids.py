@@ -14,7 +14,7 @@ import numpy as np
 from costmodels.protocol import SearchSpace
 from costmodels.registry import get_target
 from costmodels.rngd.scoring import build_tables, score_codes
-from costmodels.rngd.slices import kept_grids
+from costmodels.rngd.slices import Stage1, kept_grids
 from costmodels.rngd.space import build_space, grid_code, grid_parts, roles_of
 from costmodels.rngd.target import RngdTarget
 from costmodels.rngd.trf_splits import kept_splits
@@ -41,16 +41,10 @@ def balanced_space() -> SearchSpace:
     full = build_space(CONV, T.hw, prune=False)
     ch = {p.name: p.choices for p in full.params}
     grids = tuple(int(g) for g in ch["slice_grid"] if is_balanced(int(g)))
-    stage1 = (
-        tuple(int(x) for x in ch["clusters"]),
-        tuple(str(x) for x in ch["cluster_role"]),
-        tuple(str(x) for x in ch["slice_role"]),
-        tuple(bool(x) for x in ch["shift"]),
-    )
-    r = roles_of(CONV)
-    grids = kept_grids(r, grids, *stage1)
+    stage1 = Stage1.of_space(roles_of(CONV), full).with_grids(grids)
+    grids = kept_grids(stage1)
     rows = tuple(int(x) for x in ch["rows"])
-    trf = kept_splits(r, grids, *stage1, rows)
+    trf = kept_splits(stage1.with_grids(grids), rows)
     new = {"slice_grid": grids, "trf_split": trf}
     return SearchSpace(
         params=tuple(p.model_copy(update={"choices": new[p.name]}) if p.name in new else p for p in full.params)

@@ -14,7 +14,7 @@ from costmodels.registry import get_target
 from costmodels.rngd import space as space_module
 from costmodels.rngd.factors import factors, slice_factor
 from costmodels.rngd.scoring import build_tables, score_codes
-from costmodels.rngd.slices import slice_images
+from costmodels.rngd.slices import Stage1, slice_images
 from costmodels.rngd.space import build_space, grid_code, grid_label, grid_parts, roles_of
 from costmodels.rngd.target import RngdTarget
 from tests.costmodels.rngd.points import BASE
@@ -65,14 +65,7 @@ def test_every_left_out_point_is_dominated_by_one_in_the_space(name: str) -> Non
     full, pruned = build_space(p, t.hw, prune=False), t.space(p)
     assert pruned.size < full.size
     ch = {q.name: q.choices for q in full.params}
-    role_img, grid_img = slice_images(
-        roles_of(p),
-        tuple(int(x) for x in ch["slice_grid"]),
-        tuple(int(x) for x in ch["clusters"]),
-        tuple(str(x) for x in ch["cluster_role"]),
-        tuple(str(x) for x in ch["slice_role"]),
-        tuple(bool(x) for x in ch["shift"]),
-    )
+    role_img, grid_img = slice_images(Stage1.of_space(roles_of(p), full))
     # every point's index among each parameter's choices, in the order of `SearchSpace.columns` (last fastest)
     idx = dict(zip(ch, np.unravel_index(np.arange(full.size), tuple(len(v) for v in ch.values())), strict=True))
     cols = {k: np.asarray(ch[k])[i] for k, i in idx.items()}
