@@ -163,8 +163,10 @@ def first_within(result: TuneResult, opt: float | None) -> tuple[int, int] | Non
     return None
 
 
-def _compare_job(preset: str, problem: Problem, opt: float | None, point: dict[str, Any] | None) -> dict[str, Any]:
-    """Untimed work of one layer: validate the mapper's answer, run the side-by-side searches."""
+def _compare_job(
+    preset: str, problem: Problem, opt: float | None, point: dict[str, Any] | None, baselines: bool = True
+) -> dict[str, Any]:
+    """Untimed work of one layer: validate the mapper's answer, run the side-by-side searches (unless not asked)."""
     from costmodels.registry import get_target
     from executor.validate import validate_as_run
 
@@ -181,7 +183,7 @@ def _compare_job(preset: str, problem: Problem, opt: float | None, point: dict[s
         except Exception as e:  # report the executor's failure, keep benchmarking
             passed, error = None, f"{type(e).__name__}: {e}"
         out["validation"] = {"passed": passed, "seconds": time.perf_counter() - t0, "error": error}
-    for name, update in BASELINES.items():
+    for name, update in BASELINES.items() if baselines else ():
         r = tune(problem, target, BUDGET.model_copy(update=update), validate=False)
         out[name] = {"first": first_within(r, opt), "trials": r.counts.trials}
     return out
@@ -242,7 +244,7 @@ def _ratio(rows: list[dict[str, Any]], base: str, points: bool = False) -> tuple
     vals = []
     for row in rows:
         cmp = row.get("compare")
-        if not cmp:
+        if not cmp or "mapper" not in cmp:  # run with --no-baselines
             continue
         m, b = cmp["mapper"]["first"], cmp[base]["first"]
         cap = BUDGET.max_trials + 1
@@ -256,7 +258,9 @@ def _ratio(rows: list[dict[str, Any]], base: str, points: bool = False) -> tuple
     return med[0], med[1]
 
 
-def run_target(preset: str, layers: list[tuple[str, Problem, int]], workers: int, refresh: bool) -> dict[str, Any]:
+def run_target(
+    preset: str, layers: list[tuple[str, Problem, int]], workers: int, refresh: bool, baselines: bool = True
+) -> dict[str, Any]:
     from costmodels.registry import get_target
 
     target = get_target(preset)
@@ -275,7 +279,7 @@ def run_target(preset: str, layers: list[tuple[str, Problem, int]], workers: int
                      "timed": timed})  # fmt: skip
     with ProcessPoolExecutor(max_workers=max(1, workers), initializer=_cap_memory) as pool:
         jobs = [
-            pool.submit(_compare_job, preset, p, optima[problem_hash(p)]["latency"], row["timed"]["point"])
+            pool.submit(_compare_job, preset, p, optima[problem_hash(p)]["latency"], row["timed"]["point"], baselines)
             for (_, p, _), row in zip(usable, rows, strict=True)
         ]
         for row, job in zip(rows, jobs, strict=True):
@@ -333,7 +337,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     vsecs = [r["timed"]["seconds"] + _vsec(r) for r in rows]
     resnet = [r for r in rows if r["workload"] == "resnet50"]
     exp = [r["optimum"]["points"] / r["optimum"]["near"] for r in rows if r["optimum"].get("near")]
-    map_first = [r["compare"]["mapper"]["first"] for r in rows if r.get("compare")]
+    map_first = [r["compare"]["mapper"]["first"] for r in rows if "mapper" in r.get("compare", {})]
     return {
         "layers": len(rows),
         "within_1pct": sum(1 for g in gaps if g <= TOL) / len(gaps) if gaps else None,
@@ -411,6 +415,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--quick", action="store_true", help="every 4th distinct layer only")
     ap.add_argument("--workers", type=int, default=2, help="processes for the optima and the baselines")
     ap.add_argument("--refresh-optima", action="store_true")
+    ap.add_argument(
+        "--no-baselines", action="store_true", help="validate every answer, skip the TPE and random side-by-side runs"
+    )
     ap.add_argument("--json", type=Path, help="also write the full report to this file")
     args = ap.parse_args(argv if argv is not None else [])
     t0 = time.perf_counter()
@@ -418,7 +425,7 @@ def main(argv: list[str] | None = None) -> None:
     report: dict[str, Any] = {}
     for preset in args.targets.split(","):
         try:
-            report[preset] = run_target(preset, layers, args.workers, args.refresh_optima)
+            report[preset] = run_target(preset, layers, args.workers, args.refresh_optima, not args.no_baselines)
         except Exception as e:  # a target being rewritten must not hide the others
             print(f"## {preset}: failed ({type(e).__name__}: {e})", flush=True)
     print_goals(report)
