@@ -185,12 +185,12 @@ def test_every_old_tile_has_its_tightened_tile_in_the_space(preset: str) -> None
 def _bench_layers() -> list[tuple[str, Problem]]:
     from bench.mapper_quality import WORKLOADS, distinct_layers
 
-    return [(label, p) for label, p, _ in distinct_layers(WORKLOADS, quick=True)]
+    return [(label, p) for label, p, _ in distinct_layers(WORKLOADS, quick=True)][::2]
 
 
 @pytest.mark.parametrize("preset", PRESETS)
 def test_benchmark_layers_at_least_as_good_as_the_old_space(preset: str) -> None:
-    """Every 4th distinct benchmark layer (bench.mapper_quality --quick): the new optimum is no worse.
+    """Every 8th distinct benchmark layer (every other of bench.mapper_quality --quick): the new optimum is no worse.
 
     `python -m bench.mapper_quality --targets ascend-910b,ascend-a5` checks all of them against
     the exhaustive optima it recomputes.
