@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from costmodels.protocol import SearchSpace
 from costmodels.registry import get_target
 
 
@@ -20,3 +23,17 @@ def enumerable_target(preset: str) -> Any:
     if "tile_space" in type(target.hardware).model_fields:
         return get_target(preset, {"tile_space": "ladder"})
     return target
+
+
+def random_subgrid(space: SearchSpace, rng: np.random.Generator, points: int) -> dict[str, np.ndarray]:
+    """The codes of a random sub-grid of at most `points` points: a few random choices of every
+    parameter, all their combinations (a product, so a target that prices sub-grids, as Trainium's
+    `SubgridScorer` does, prices it in one pass; scattered points would each be a sub-grid of their own)."""
+    picks: list[np.ndarray] = []
+    budget = float(points)
+    for i, p in enumerate(space.params):
+        take = max(1, min(len(p.choices), int(budget ** (1 / (len(space.params) - i)))))
+        picks.append(np.sort(rng.choice(len(p.choices), size=take, replace=False)))
+        budget /= take
+    grid = np.meshgrid(*picks, indexing="ij")
+    return {p.name: g.reshape(-1).astype(np.intp) for p, g in zip(space.params, grid, strict=True)}

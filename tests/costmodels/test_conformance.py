@@ -20,6 +20,7 @@ import pytest
 from costmodels.ir import coverage_errors
 from costmodels.protocol import CostReport, SearchSpace, Target
 from costmodels.registry import get_target, target_names
+from tests.enumerable import random_subgrid
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
@@ -157,7 +158,7 @@ def test_score_codes_equals_score_batch(target: Target, pname: str) -> None:
         digits = np.unravel_index(order, tuple(len(p.choices) for p in space.params))
         codes = {p.name: d.astype(np.intp) for p, d in zip(space.params, digits, strict=True)}
     else:  # a random sub-grid in a random order (a permutation of 1e8+ codes would not fit)
-        grid = _random_subgrid(space, rng)
+        grid = random_subgrid(space, rng, SCAN_POINTS)
         order = rng.permutation(len(next(iter(grid.values()))))
         codes = {k: v[order] for k, v in grid.items()}
     by_codes = target.score_codes(problem, codes)
@@ -169,20 +170,6 @@ def test_score_codes_equals_score_batch(target: Target, pname: str) -> None:
             assert np.array_equal(by_codes.objectives[name], by_values.objectives[name]), name
     part = target.score_codes(problem, {k: v[17:29] for k, v in codes.items()})  # a small chunk alone
     assert np.array_equal(part.objectives["latency"], np.asarray(by_values.objectives["latency"])[17:29])
-
-
-def _random_subgrid(space: SearchSpace, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """The codes of a random sub-grid of at most `SCAN_POINTS` points: a few random choices of every
-    parameter, all their combinations (a product, so a target that prices sub-grids, as Trainium's
-    `SubgridScorer` does, prices it in one pass; scattered points would each be a sub-grid of their own)."""
-    picks: list[np.ndarray] = []
-    budget = float(SCAN_POINTS)
-    for i, p in enumerate(space.params):
-        take = max(1, min(len(p.choices), int(budget ** (1 / (len(space.params) - i)))))
-        picks.append(np.sort(rng.choice(len(p.choices), size=take, replace=False)))
-        budget /= take
-    grid = np.meshgrid(*picks, indexing="ij")
-    return {p.name: g.reshape(-1).astype(np.intp) for p, g in zip(space.params, grid, strict=True)}
 
 
 def test_infeasible_points_are_found_and_explained(target: Target) -> None:
@@ -203,7 +190,7 @@ def test_infeasible_points_are_found_and_explained(target: Target) -> None:
         if space.size <= SCAN_POINTS:
             codes = {k: v.astype(np.intp) for k, v in SpaceCoder(space).encode(space.columns())[0].items()}
         else:
-            codes = _random_subgrid(space, rng)
+            codes = random_subgrid(space, rng, SCAN_POINTS)
         bad = np.flatnonzero(~np.asarray(target.score_codes(problem, codes).feasible, dtype=bool))
         for i in bad[:: max(1, bad.size // 25)][:25]:
             point = {p.name: p.choices[int(codes[p.name][i])] for p in space.params}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from costmodels.protocol import Choice, Target
+from costmodels.protocol import Choice
 from costmodels.registry import get_target
 from costmodels.structure_bound import StructureBounded
 from mapper.search import tune
@@ -84,20 +84,15 @@ def _random_problems(f: Family, seed: int, n: int) -> list[Problem]:
     return out
 
 
-def _target(preset: str) -> Target:
-    """These tests enumerate every space they bound: Trainium's ladder (`tests.enumerable`)."""
-    return enumerable_target(preset)  # type: ignore[no-any-return]
-
-
 def _bounded(preset: str) -> StructureBounded:
-    t = _target(preset)
+    t = enumerable_target(preset)  # these tests enumerate every space they bound: Trainium's ladder
     assert isinstance(t, StructureBounded)
     return t
 
 
 @pytest.mark.parametrize(("family", "preset"), CASES)
 def test_no_structure_beats_its_bound_on_random_problems(family: str, preset: str) -> None:
-    f, t = FAMILIES[family], _target(preset)
+    f, t = FAMILIES[family], enumerable_target(preset)
     bounded = _bounded(preset)
     rng = random.Random(7)
     checked = tighter = 0
@@ -150,7 +145,7 @@ def test_choices_outside_the_space_are_refused(family: str) -> None:
 
 @pytest.mark.parametrize(("family", "preset"), CASES)
 def test_branch_and_bound_prunes_and_its_certificate_holds(family: str, preset: str) -> None:
-    f, t = FAMILIES[family], _target(preset)
+    f, t = FAMILIES[family], enumerable_target(preset)
     sizes, inner, trials = f.bnb
     p = einsum("mk,kn->mn", sizes, dtype=f.dtypes[0], weight=1)
     optimum = tune(p, t, SearchSettings(strategy="exhaustive"), validate=False).values["latency"]

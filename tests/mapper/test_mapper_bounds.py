@@ -20,7 +20,7 @@ from mapper.enumerate import ChunkPlan, subspace_codes
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from mapper.strategies import split_params
-from tests.enumerable import enumerable_target
+from tests.enumerable import enumerable_target, random_subgrid
 from tests.mapper.fake_target import FakeMatmulTarget, matmul
 from workload.conv2d import conv2d
 from workload.einsum import einsum
@@ -178,13 +178,10 @@ def test_no_sampled_point_of_every_tile_count_moves_fewer_offchip_bytes(preset: 
     rng = np.random.default_rng(11)
     for problem in (GEMM, CONV):
         space = target.space(problem)
-        params = space.params
         assert space.size > 10_000_000
         least = np.inf
-        for _ in range(4):  # a product of a few random choices per parameter: one priced sub-grid each
-            picks = [np.sort(rng.choice(len(p.choices), size=min(len(p.choices), 3), replace=False)) for p in params]
-            grid = np.meshgrid(*picks, indexing="ij")
-            codes = {p.name: g.reshape(-1).astype(np.intp) for p, g in zip(space.params, grid, strict=True)}
+        for _ in range(4):  # one priced sub-grid each
+            codes = random_subgrid(space, rng, 200_000)
             score = target.score_codes(problem, codes)
             feasible = np.asarray(score.feasible, dtype=bool)
             least = min(least, float(np.where(feasible, np.asarray(score.objectives["offchip_bytes"]), np.inf).min()))

@@ -24,7 +24,7 @@ from costmodels.ascend.target import AscendTarget
 from costmodels.ascend.tiling import level_sizes, nest_group, round_up
 from costmodels.choice_codes import SpaceCoder
 from costmodels.param_tables import run_start
-from costmodels.protocol import BatchScore, Choice, SearchSpace
+from costmodels.protocol import BatchScore, Choice
 from costmodels.registry import get_target
 from workload.conv2d import conv2d
 from workload.einsum import einsum
@@ -68,15 +68,6 @@ def _same(a: BatchScore, b: BatchScore, objectives: tuple[str, ...]) -> None:
         assert np.array_equal(a.objectives[o], b.objectives[o]), o
 
 
-def _columns_at(space: SearchSpace, idx: np.ndarray) -> dict[str, np.ndarray]:
-    """The value columns of the points `idx` of the space (C order, the last parameter fastest, as `columns`)."""
-    digits = np.unravel_index(idx, tuple(len(p.choices) for p in space.params))
-    out: dict[str, np.ndarray] = {}
-    for p, d in zip(space.params, digits, strict=True):
-        out[p.name] = np.asarray(p.choices, dtype=object if len({type(c) for c in p.choices}) > 1 else None)[d]
-    return out
-
-
 def _codes(target: AscendTarget, problem: Problem, idx: np.ndarray) -> dict[str, np.ndarray]:
     space = target.space(problem)
     digits = np.unravel_index(idx, tuple(len(p.choices) for p in space.params))
@@ -95,7 +86,7 @@ def test_whole_space_matches_check_and_cost(preset: str, pname: str) -> None:
     # too large to check every point); a batch scores each row alone, whatever else it holds:
     # test_score_codes_equals_score_batch_in_any_order_and_chunk
     picks = np.unique(np.linspace(0, space.size - 1, min(space.size, 300)).astype(np.int64))
-    cols = _columns_at(space, picks)
+    cols = SpaceCoder(space).decode(_codes(target, problem, picks))
     score = target.score_batch(problem, cols)
     feasible = 0
     for i in range(len(picks)):
