@@ -43,7 +43,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -151,6 +151,42 @@ class FrontCellBounded(Protocol):
     def structure_front_cells(
         self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...]
     ) -> np.ndarray | None: ...
+
+
+@runtime_checkable
+class FrontCellBlocks(Protocol):
+    """Optional: a target that gives the cells (`FrontCellBounded`) of every structure, a run at a time.
+
+    Contract: structures are numbered in C order over the choices of `names`; each yielded
+    ``(first, rows)`` holds, for structures ``first .. first + len(rows) - 1``, one cell's bound
+    vector each (rows x objectives, in the order of `objectives`), and every feasible point of a
+    structure is, on every objective, no better than the row of at least one of its cells (a row
+    with ``inf``: a cell the structure does not have). None: no cells for these names or objectives.
+    """
+
+    def structure_front_cell_blocks(
+        self, problem: Problem, names: tuple[str, ...], objectives: tuple[str, ...]
+    ) -> Iterator[tuple[int, np.ndarray]] | None: ...
+
+
+def live_structures(
+    blocks: Iterator[tuple[int, np.ndarray]], total: int, front: np.ndarray, stop: Callable[[], bool] | None = None
+) -> np.ndarray | None:
+    """Which of `total` structures have a cell that `front` does not dominate (`FrontCellBlocks`' blocks).
+
+    A structure that is not live has every cell dominated by a front point (within `RTOL`): each of
+    its points is dominated by, or has the values of, a point of `front`, and of every front that
+    grows from it. None when `stop` says so between two blocks (the pass is abandoned). The pass ends
+    early once every structure is live.
+    """
+    live = np.zeros(total, dtype=bool)
+    for first, rows in blocks:
+        if stop is not None and stop():
+            return None
+        live[first : first + len(rows)] |= ~dominated_rows(rows, front)
+        if live.all():  # nothing can be left out: the rest of the pass would not change that
+            break
+    return live
 
 
 class FrontBounds:

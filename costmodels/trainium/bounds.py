@@ -28,7 +28,7 @@ of random problems.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -132,32 +132,61 @@ def tile_bounds(problem: Problem, hw: TrainiumHardware, space: SearchSpace, cons
     `cost.accumulation` prices ``prologue + max(max(te, dma - prologue, 0), evict)``, which is at
     least each of ``prologue + te``, ``prologue + evict`` and ``dma``; each term is at least its
     bound above, so the bound ``max(fill + max(te, evict), dma)`` is admissible; it is returned
-    less a `FLOAT_MARGIN` of 1e-12 for float rounding (the cost sums the same terms in another order).
+    less a `FLOAT_MARGIN` of 1e-12 for float rounding (the cost sums the same terms in another order):
+    the least over the splits of `split_cells`' latency floors.
     Tight where the tensor engine binds (the per-core count
     divides evenly and the first blocks are single tiles) or the HBM does (an operand duplicated
     over the cores that split the other one shows).
     `tests/costmodels/trainium/test_trainium_tile_bounds.py` checks it against every point of
     random structures of small problems.
     """
-    ch = {p.name: p.choices for p in space.params}
-    cores = max(int(c) for c in ch["cores"])
+    choices = {p.name: p.choices for p in space.params}
+    shape = tuple(len(choices[n]) for n in TILE_PARAMS[1:])
+    out = [np.full(shape, np.inf) for _ in choices["stationary"]]
+    for at, latency, _ in split_cells(problem, hw, choices, consts, offchip=False):
+        np.minimum(out[at], latency, out=out[at])
+    # the same quantities rounded in another order: a 1e-12 margin keeps the bound below the priced latency
+    return np.stack(out) * (1 - FLOAT_MARGIN)
+
+
+def split_cells(
+    problem: Problem,
+    hw: TrainiumHardware,
+    choices: dict[str, tuple[Choice, ...]],
+    consts: ProblemConsts_of,
+    *,
+    offchip: bool = True,
+) -> Iterator[tuple[int, np.ndarray, np.ndarray | None]]:
+    """Latency cycles and off-chip bytes no point beats, per tile structure, one core split at a time.
+
+    Yields ``(stationary index, latency, off-chip bytes)`` per ``(stationary, (c_b, c_s, c_m))``: arrays
+    over the (tile_stat, tile_mov, tile_k) choices of `choices` (C order), ``inf`` where the split
+    cannot occur with those tiles (more cores on a role than it has tiles); the bytes are None unless
+    `offchip`. A feasible point of a structure splits its cores as one of these splits (`tile_bounds`),
+    so its latency and its off-chip bytes are each at least that split's entries (before float
+    rounding: take `FLOAT_MARGIN` off): the latency by `tile_bounds`' argument, the off-chip bytes
+    because `cost.traffic` prices them as ``max(core_stat x cores, real) + max(core_mov x cores, real)
+    + core_out x cores`` with every term at least its floor here (a core's padded share of each
+    operand, ``cores >= c_b c_s c_m``). A split is a *cell* of the structure for several objectives
+    (`mapper.bounds.FrontCellBounded`): few cores move few bytes slowly, many cores are fast and
+    duplicate operands, and the one vector of the least latency beside the least bytes bounds neither.
+    """
+    cores = max(int(c) for c in choices["cores"])
     f = hw.te_clock_hz
     ve = hw.te_clock_hz / hw.ve_clock_hz
-    out = []
-    for st in ch["stationary"]:
+    for at, st in enumerate(choices["stationary"]):
         roles = roles_of(problem, str(st))
         c = consts(roles)
         sizes = {r: [problem.axes[a] for a in roles.axes[r]] for r in "bsmk"}
         batch = math.prod(sizes["b"])
-        es, ns = role_tiles(sizes["s"], ch["tile_stat"])
-        em, nm = role_tiles(sizes["m"], ch["tile_mov"])
-        ek, nk = role_tiles(sizes["k"], ch["tile_k"])
+        es, ns = role_tiles(sizes["s"], choices["tile_stat"])
+        em, nm = role_tiles(sizes["m"], choices["tile_mov"])
+        ek, nk = role_tiles(sizes["k"], choices["tile_k"])
         es, ns = es[:, None, None], ns[:, None, None]
         em, nm = em[None, :, None], nm[None, :, None]
         ek, nk = ek[None, None, :], nk[None, None, :]
         ii = np.maximum(np.minimum(hw.matmul_floor_cycles, es), em) * (hw.fp32_cost_factor if c.fp32 else 1.0)
         fill = ek * (es * c.s_stat + em * c.s_mov) / hw.core_dma_bytes_per_s * f
-        best = np.full(np.broadcast_shapes(ns.shape, nm.shape, nk.shape), np.inf)
         for cb, cs, cm in core_splits(cores, batch, int(ns.max()), int(nm.max())):
             n_out = math.ceil(batch / cb) * np.ceil(ns / cs) * np.ceil(nm / cm)
             te = n_out * nk * ii
@@ -173,8 +202,6 @@ def tile_bounds(problem: Problem, hw: TrainiumHardware, space: SearchSpace, cons
             dma = np.maximum(core / hw.core_dma_bytes_per_s, chip / hw.hbm_bytes_per_s) * f
             bound = np.maximum(fill + np.maximum(te, evict), dma)
             # a split with more cores on s (or m) than the role has tiles cannot occur for those tiles
-            bound = np.where((ns >= cs) & (nm >= cm), bound, np.inf)
-            np.minimum(best, bound, out=best)
-        out.append(best)
-    # the same quantities rounded in another order: a 1e-12 margin keeps the bound below the priced latency
-    return np.stack(out) * (1 - FLOAT_MARGIN)
+            can = (ns >= cs) & (nm >= cm)
+            latency = np.where(can, bound, np.inf)
+            yield at, latency, (np.where(can, np.broadcast_to(chip, bound.shape), np.inf) if offchip else None)

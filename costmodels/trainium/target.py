@@ -29,7 +29,7 @@ its parameter.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,7 @@ from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Para
 from costmodels.trainium.bounds import TILE_PARAMS, EngineBound, tile_bounds
 from costmodels.trainium.cost import Evaluation, ProblemConsts, Quantities, evaluate, lower_bound_cycles
 from costmodels.trainium.energy import operand_bytes, stall_stack
+from costmodels.trainium.front_cells import cell_blocks, structure_cells
 from costmodels.trainium.hardware import ENERGY_LEVELS, TrainiumHardware
 from costmodels.trainium.mapping import KNOBS, build_mapping, mapping_quantities, structure_errors
 from costmodels.trainium.nest import Roles
@@ -176,6 +177,24 @@ class TrainiumTarget(FamilyTarget[Prepared]):
         closed = float(np.min(cycles[tuple(index)])) / self.hardware.te_clock_hz
         grid = self._bounds.get(problem)
         return closed if grid is None else max(closed, grid(fixed_choices))
+
+    def structure_front_cells(
+        self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...]
+    ) -> np.ndarray | None:
+        """Bound vectors of the structure's cells, its core splits (`trainium.front_cells`); None: no cells."""
+        prep = self.prepared(problem)
+        if prep.reasons:
+            return None
+        return structure_cells(problem, self.hardware, prep.space, self._run_consts(problem), fixed_choices, objectives)
+
+    def structure_front_cell_blocks(
+        self, problem: Problem, names: tuple[str, ...], objectives: tuple[str, ...]
+    ) -> Iterator[tuple[int, np.ndarray]] | None:
+        """Every structure's cells, a run of structures at a time (`trainium.front_cells.cell_blocks`)."""
+        prep = self.prepared(problem)
+        if prep.reasons:
+            return None
+        return cell_blocks(problem, self.hardware, prep.space, self._run_consts(problem), names, objectives)
 
     def _consts(self, problem: Problem, roles: Roles) -> ProblemConsts:
         return problem_consts(problem, self.hardware, roles, supported=not self.supports(problem))

@@ -52,13 +52,14 @@ import numpy as np
 from costmodels.cancel import Cancelled, cancellable
 from costmodels.protocol import Choice, Param, SearchSpace, Target
 from costmodels.structure_bound import StructureBulkBounded
-from mapper.bounds import RTOL, FrontBounds, StructureBounds, space_text
+from mapper.bounds import RTOL, FrontBounds, FrontCellBlocks, StructureBounds, space_text
 from mapper.planning import DEFAULT_INNER
 from mapper.result import Certificate, TrialCounts, ViolationCount
 from mapper.settings import SearchSettings, StopReason
 from mapper.strategies.base import Searched, Strategy, certificate_notes
 from mapper.strategies.encoding import Encoding, split_params
 from mapper.strategies.floored import Floored, FloorTable, floor_params
+from mapper.strategies.front_pass import LivePass
 from mapper.strategies.objective import CHECKED, Evaluator
 from mapper.watch import Watch
 from workload.problem import Problem
@@ -212,13 +213,24 @@ class BestFirst(Strategy):
         ordered = reason is None
         self.bound_seconds, bounded, skipped = 0.0, 0, 0  # the ordered pass's, then the floors' (`table`)
         floored: Floored | None = None
+        live: LivePass | None = None
         if ordered:
             t0 = time.perf_counter()
             visits: Iterator[tuple[tuple[Choice, ...], float, bool]]
             if preferred is not None:  # every structure's bound in one array (`StructureBulkBounded`)
                 assert isinstance(target, StructureBulkBounded)
                 flat = np.maximum(np.asarray(target.structure_bounds(problem, names), dtype=np.float64), 0.0)
-                visits, bounded = ((k, b, True) for k, b in bulk_visits(flat.reshape(-1), structural)), total
+                flat = flat.reshape(-1)
+                order = bulk_visits(flat, structural)
+                if front_bounds is not None and isinstance(target, FrontCellBlocks):  # (`front_pass`)
+                    cells = target
+                    live = LivePass(
+                        flat, structural, ev, settings.objectives.index("latency"),
+                        lambda: cells.structure_front_cell_blocks(problem, names, settings.objectives), seen,
+                        lambda: time.perf_counter() > deadline or (watch is not None and watch.cancelled()),
+                    )  # fmt: skip
+                    order = live.visits(order)
+                visits, bounded = ((k, b, True) for k, b in order), total
             elif table is not None:  # the floors first, an exact bound only when a floor comes first
                 floored = Floored(table, seen)
                 visits, bounded = iter(floored), total
@@ -250,6 +262,9 @@ class BestFirst(Strategy):
                 visit(key)
             else:
                 reason = "space-exhausted"
+            if live is not None:
+                skipped += live.pruned  # dominated cell by cell in the pass: out for good
+                self.bound_seconds += live.seconds
         elif reason != "lower-bound":  # the budget ended among the warm starts: the generic bound holds for the rest
             next_bound = bounds.whole()
         if table is not None:
@@ -292,6 +307,12 @@ class BestFirst(Strategy):
             how += f"; the budget ended after bounding {bounded:,} structures: the rest have the generic bound"
         split = f"the structures of {target.name}'s structural parameters {names}" if preferred else "structures"
         notes = [f"best-first over {total:,} {split} of {cert.inner_points:,} points: {how}"]
+        if live is not None and live.live is not None:
+            notes.append(
+                f"after {live.after:,} structures proved the least latency, a pass over every structure's cells "
+                f"({live.seconds:.3f} s) left {live.live:,} whose cells the front did not dominate; the other "
+                f"{live.pruned:,} were pruned by bound"
+            )
         notes.extend(certificate_notes(cert, point is not None))
         return Searched(
             self.name, point, values, cert.complete, reason, ev.trace, counts, front, notes, ev.trace_points,

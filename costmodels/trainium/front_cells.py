@@ -1,0 +1,95 @@
+"""Several objectives' bounds of Trainium's tile structures, cell by cell (issue #12, two objectives).
+
+A tile structure fixes (stationary, tile_stat, tile_mov, tile_k) (`bounds.TILE_PARAMS`); its points
+differ in blocks, loop order, accumulator, cores and shard. Its *cells* are its core splits
+``(c_b, c_s, c_m)`` (`bounds.split_cells`): every feasible point of the structure splits its cores as
+one of them, and its latency and off-chip bytes are at least that cell's two floors. Few cores move
+few bytes slowly and many cores are fast and duplicate operands, so the structure's least latency
+and its least bytes sit in different cells; the one vector of both bounds out no structure whose
+trade-off the front has not already beaten at its least latency.
+
+`structure_cells` gives one structure's cells (`mapper.bounds.FrontCellBounded`);
+`cell_blocks` gives every structure's cells, a stationary choice and a split at a time
+(`mapper.bounds.FrontCellBlocks`), for a dominance pass over millions of structures in numpy.
+Only latency (seconds) and off-chip bytes have cells; any other objective: None.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator
+
+import numpy as np
+
+from costmodels.protocol import Choice, SearchSpace
+from costmodels.trainium.bounds import FLOAT_MARGIN, TILE_PARAMS, ProblemConsts_of, split_cells
+from costmodels.trainium.hardware import TrainiumHardware
+from workload.problem import Problem
+
+#: the objectives the cells bound
+CELL_OBJECTIVES = ("latency", "offchip_bytes")
+
+
+def _rows(hw: TrainiumHardware, latency: np.ndarray, offchip: np.ndarray, objectives: tuple[str, ...]) -> np.ndarray:
+    """Cell vectors in the order of `objectives`, latency in seconds, both less the float margin."""
+    keep = 1 - FLOAT_MARGIN
+    cols = {"latency": latency.reshape(-1) * (keep / hw.te_clock_hz), "offchip_bytes": offchip.reshape(-1) * keep}
+    return np.stack([cols[o] for o in objectives], axis=-1)
+
+
+def structure_cells(
+    problem: Problem,
+    hw: TrainiumHardware,
+    space: SearchSpace,
+    consts: ProblemConsts_of,
+    fixed: dict[str, Choice],
+    objectives: tuple[str, ...],
+) -> np.ndarray | None:
+    """One row per core split of the structure `fixed` (cells x objectives); None: not these objectives.
+
+    `fixed` may fix any of `TILE_PARAMS` (the others range over the space's choices: the cells of
+    every structure that agrees with `fixed`).
+    """
+    if not objectives or not set(objectives) <= set(CELL_OBJECTIVES):
+        return None
+    choices = {p.name: p.choices for p in space.params}
+    narrowed = {n: ((fixed[n],) if n in fixed else choices[n]) for n in TILE_PARAMS}
+    narrowed["cores"] = choices["cores"]
+    rows = [
+        _rows(hw, lat, off, objectives) for _, lat, off in split_cells(problem, hw, narrowed, consts) if off is not None
+    ]
+    if not rows:  # no split can occur: no feasible point
+        return np.full((1, len(objectives)), np.inf)
+    return np.concatenate(rows)
+
+
+def cell_blocks(
+    problem: Problem,
+    hw: TrainiumHardware,
+    space: SearchSpace,
+    consts: ProblemConsts_of,
+    names: tuple[str, ...],
+    objectives: tuple[str, ...],
+) -> Iterator[tuple[int, np.ndarray]] | None:
+    """``(first structure, rows)`` per (stationary choice, core split): the cells of a run of structures.
+
+    Structures are numbered in C order over `names`' choices, which must be `TILE_PARAMS` in that
+    order (else None, as for objectives without cells); ``rows`` (n x objectives) are the cells of
+    structures ``first .. first + n - 1`` for one split, ``inf`` where the split cannot occur. The
+    stationary choices take turns, split by split in `bounds.core_splits` order (one core first).
+    """
+    if names != TILE_PARAMS or not objectives or not set(objectives) <= set(CELL_OBJECTIVES):
+        return None
+    choices = {p.name: p.choices for p in space.params}
+    per_stat = math.prod(len(choices[n]) for n in TILE_PARAMS[1:])
+
+    def one(at: int) -> Iterator[tuple[int, np.ndarray]]:
+        for _, lat, off in split_cells(problem, hw, {**choices, "stationary": (choices["stationary"][at],)}, consts):
+            assert off is not None
+            yield at * per_stat, _rows(hw, lat, off, objectives)
+
+    # the stationary choices' splits in turn, fewest cores first: a pass that every structure's fewest-core
+    # cell leaves live stops after the first blocks (`mapper.bounds.live_structures`)
+    runs = [one(at) for at in range(len(choices["stationary"]))]
+    return (block for step in itertools.zip_longest(*runs) for block in step if block is not None)

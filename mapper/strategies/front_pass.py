@@ -1,0 +1,85 @@
+"""Best-first's visit order with several objectives where the target bounds every structure's cells.
+
+With several objectives the structures are still visited by ascending latency bound, and the
+search may stop only once the front dominates the next structure's vector (its latency bound beside
+the whole problem's floors): on a space of millions of structures (Trainium's every tile count) that
+stop comes after nearly all of them, because a structure's least latency and its least bytes sit in
+different cells (`mapper.bounds.FrontCellBounded`). `LivePass` visits in latency order until the
+best latency is proven (the next bound is not below the least latency found: the front's fastest
+point is then the optimum's value), then runs one dominance pass over every structure's cells
+(`mapper.bounds.FrontCellBlocks`, `live_structures`) and goes on with the live structures only, in
+the same ascending order. A structure that is not live has every point dominated by, or equal in
+value to, a front point, and the front only grows, so it can be left out for good: it counts as
+pruned by bound. The live structures are then visited as before (each checked again against the
+grown front by its own cells), so the front is the exact front over the space when they are done.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import numpy as np
+
+from costmodels.protocol import Choice, Param
+from mapper.bounds import RTOL, live_structures
+from mapper.strategies.objective import Evaluator
+
+Blocks = Callable[[], Iterator[tuple[int, np.ndarray]] | None]
+
+
+class LivePass:
+    """The visits of `bulk_visits` order, cut to the live structures once the best latency is proven.
+
+    `pruned`: structures the pass left out that were not scored before it; `live`: the live
+    structures it found (None until it ran); `seconds`: its time; `after`: structures scored before it.
+    """
+
+    def __init__(
+        self,
+        flat: np.ndarray,
+        structural: tuple[Param, ...],
+        ev: Evaluator,
+        latency_at: int,
+        blocks: Blocks,
+        seen: set[tuple[Choice, ...]],
+        stop: Callable[[], bool],
+    ) -> None:
+        self.flat, self.structural, self.ev, self.at = flat, structural, ev, latency_at
+        self.blocks, self.seen, self.stop = blocks, seen, stop
+        self.pruned, self.seconds, self.after = 0, 0.0, 0
+        self.live: int | None = None
+
+    def key(self, i: int) -> tuple[Choice, ...]:
+        codes = np.unravel_index(i, tuple(len(p.choices) for p in self.structural))
+        return tuple(p.choices[int(c)] for p, c in zip(self.structural, codes, strict=True))
+
+    def index(self, key: tuple[Choice, ...]) -> int:
+        codes = tuple(p.choices.index(v) for p, v in zip(self.structural, key, strict=True))
+        return int(np.ravel_multi_index(codes, tuple(len(p.choices) for p in self.structural)))
+
+    def visits(self, ordered: Iterator[tuple[tuple[Choice, ...], float]]) -> Iterator[tuple[tuple[Choice, ...], float]]:
+        """(structure, latency bound) in ascending bound order; after the pass, the live ones only."""
+        for key, bound in ordered:
+            front = self.ev.front_values
+            if front is not None and len(front) and bound * (1 + RTOL) >= float(front[:, self.at].min()):
+                break  # the best latency is proven: the pass, then the live structures from here on
+            yield key, bound
+        else:
+            return
+        t0 = time.perf_counter()
+        blocks = self.blocks()
+        live = None if blocks is None else live_structures(blocks, self.flat.size, front, self.stop)
+        self.seconds = time.perf_counter() - t0
+        if live is None:  # no cells, or cut by the budget: the plain order goes on
+            yield key, bound
+            yield from ordered
+            return
+        scored = [self.index(k) for k in self.seen]
+        self.after = len(scored)
+        self.pruned = int((~live).sum()) - int((~live[scored]).sum()) if scored else int((~live).sum())
+        live[scored] = False
+        idx = np.flatnonzero(live)
+        self.live = int(idx.size)
+        for i in idx[np.argsort(self.flat[idx], kind="stable")].tolist():
+            yield self.key(i), float(self.flat[i])

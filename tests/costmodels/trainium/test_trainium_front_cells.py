@@ -1,0 +1,147 @@
+"""Trainium's cells for two objectives: every tile structure's core splits (issue #12).
+
+- every feasible point of a structure is, on latency and off-chip bytes, no better than one of the
+  structure's cells (`front_cells.structure_cells`), checked by scoring whole structures of random
+  small problems: the contract of `mapper.bounds.FrontCellBounded`;
+- the cells of every structure at once (`cell_blocks`) are the cells of each structure alone;
+- best-first with two objectives on a space of every tile count returns the enumeration's exact
+  front, with the dominance pass (`mapper.strategies.front_pass`) pruning structures;
+- a pass that keeps a structure whose cell the front does not dominate (`mapper.bounds.live_structures`).
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from costmodels.registry import get_target
+from costmodels.trainium.bounds import TILE_PARAMS
+from costmodels.trainium.target import TrainiumTarget
+from mapper.bounds import RTOL, live_structures
+from mapper.search import tune
+from mapper.settings import SearchSettings
+from workload.conv2d import conv2d
+from workload.einsum import einsum
+from workload.problem import Problem
+
+OBJECTIVES = ("latency", "offchip_bytes")
+
+
+def target(name: str) -> TrainiumTarget:
+    t = get_target(name, {"tile_space": "every"})
+    assert isinstance(t, TrainiumTarget)
+    return t
+
+
+def _random_problem(rng: random.Random) -> Problem:
+    kind = rng.choice(["gemm", "bgemm", "fp32", "conv"])
+    m, k, n = rng.randint(1, 200), rng.randint(1, 300), rng.randint(1, 400)
+    if kind == "bgemm":
+        return einsum("bmk,bkn->bmn", {"b": rng.randint(2, 3), "m": m, "k": k, "n": n}, dtype="bf16")
+    if kind == "conv":
+        side = rng.randint(3, 10)
+        return conv2d(batch=1, in_channels=rng.randint(8, 40), out_channels=rng.randint(4, 70),
+                      input_height=side + 2, input_width=side, kernel=rng.choice([1, 3]))  # fmt: skip
+    return einsum("mk,kn->mn", {"m": m, "k": k, "n": n}, dtype="f32" if kind == "fp32" else "bf16", weight=1)
+
+
+def _structure_points(t: TrainiumTarget, p: Problem, flat: int) -> np.ndarray:
+    """(latency s, off-chip bytes) of every feasible point of one structure (by its C-order number)."""
+    space = t.space(p)
+    assert tuple(q.name for q in space.params[:4]) == TILE_PARAMS
+    fixed = np.unravel_index(flat, [len(q.choices) for q in space.params[:4]])
+    inner = space.params[4:]
+    every = np.indices([len(q.choices) for q in inner]).reshape(len(inner), -1)
+    codes = {q.name: np.full(every.shape[1], int(c)) for q, c in zip(space.params[:4], fixed, strict=True)}
+    codes.update({q.name: every[i] for i, q in enumerate(inner)})
+    s = t.score_codes(p, codes)
+    both = np.stack([np.asarray(s.objectives[o], dtype=np.float64) for o in OBJECTIVES], axis=1)
+    return both[np.asarray(s.feasible)]
+
+
+def _fixed(t: TrainiumTarget, p: Problem, flat: int) -> dict[str, object]:
+    params = t.space(p).params[:4]
+    codes = np.unravel_index(flat, [len(q.choices) for q in params])
+    return {q.name: q.choices[int(c)] for q, c in zip(params, codes, strict=True)}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_feasible_point_is_no_better_than_one_of_its_structures_cells(seed: int) -> None:
+    rng = random.Random(seed)
+    p, t = _random_problem(rng), target(rng.choice(["trn1", "trn2"]))
+    total = int(np.prod([len(q.choices) for q in t.space(p).params[:4]]))
+    checked = 0
+    for flat in sorted({rng.randrange(total) for _ in range(12)}):
+        cells = t.structure_front_cells(p, _fixed(t, p, flat), OBJECTIVES)
+        assert cells is not None and cells.shape[1] == 2
+        points = _structure_points(t, p, flat)
+        # each point has a cell no worse on both objectives (the cells are admissible)
+        covered = np.all(cells[None, :, :] <= points[:, None, :] * (1 + RTOL), axis=2).any(axis=1)
+        assert covered.all(), (p.label, t.name, flat, points[~covered][:3])
+        checked += len(points)
+        if len(points):  # not vacuous: a cell meets the structure's least latency within 2x
+            assert np.isfinite(cells[:, 0]).any() and cells[:, 0].min() * 2 >= points[:, 0].min() / 2
+    assert checked > 0
+
+
+def test_the_cells_of_every_structure_are_the_cells_of_each_alone() -> None:
+    p = einsum("mk,kn->mn", {"m": 70, "k": 130, "n": 90}, dtype="bf16", weight=1)
+    t = target("trn2")
+    names = TILE_PARAMS
+    total = int(np.prod([len(q.choices) for q in t.space(p).params[:4]]))
+    rows: dict[int, list[np.ndarray]] = {}
+    blocks = t.structure_front_cell_blocks(p, names, OBJECTIVES)
+    assert blocks is not None
+    for first, block in blocks:
+        for i in range(len(block)):
+            rows.setdefault(first + i, []).append(block[i])
+    assert sorted(rows) == list(range(total))
+    for flat in random.Random(1).sample(range(total), 20):
+        alone = t.structure_front_cells(p, _fixed(t, p, flat), OBJECTIVES)
+        assert alone is not None
+        together = np.array(rows[flat])
+        key = lambda a: sorted(map(tuple, a[np.isfinite(a[:, 0])].tolist()))  # noqa: E731
+        assert key(together) == key(alone)
+    # objectives without cells, or another split of the parameters: no cells
+    assert t.structure_front_cell_blocks(p, names, ("latency", "energy")) is None
+    assert t.structure_front_cell_blocks(p, names[::-1], OBJECTIVES) is None
+    assert t.structure_front_cells(p, _fixed(t, p, 0), ("footprint",)) is None
+
+
+@pytest.mark.parametrize(
+    ("preset", "problem"),
+    [
+        ("trn1", einsum("mk,kn->mn", {"m": 6, "k": 5, "n": 7}, dtype="bf16", weight=1)),
+        ("trn2", conv2d(batch=1, in_channels=2, out_channels=3, input_height=4, input_width=4, kernel=3)),
+    ],
+)
+def test_two_objective_bestfirst_returns_the_enumerations_exact_front(preset: str, problem: Problem) -> None:
+    t = target(preset)
+    settings = dict(objectives=OBJECTIVES, max_seconds=600)
+    exact = tune(problem, t, SearchSettings(strategy="exhaustive", **settings), validate=False)
+    bb = tune(problem, t, SearchSettings(strategy="bestfirst", **settings), validate=False)
+    values = lambda r: sorted(tuple(q.values[o] for o in OBJECTIVES) for q in r.pareto)  # noqa: E731
+    assert len(values(bb)) == len(values(exact))
+    np.testing.assert_allclose(np.array(values(bb)), np.array(values(exact)), rtol=1e-12)
+    assert len(set(values(bb))) == len(bb.pareto)  # no duplicate entries
+    cert = bb.certificate
+    assert cert is not None and cert.unexplored == 0 and cert.pruned_by_bound > 0
+    assert cert.scored + cert.pruned_by_bound == cert.structures_total
+    assert any("a pass over every structure's cells" in n for n in bb.notes)
+
+
+def test_a_pass_keeps_a_structure_with_one_undominated_cell() -> None:
+    front = np.array([[1.0, 10.0], [5.0, 2.0]])
+    # three structures, two cells each: both dominated; one cell faster than the front at few bytes; infeasible
+    blocks = [
+        (0, np.array([[1.0, 11.0], [2.0, 30.0], [np.inf, np.inf]])),
+        (0, np.array([[6.0, 2.0], [3.0, 9.0], [np.inf, np.inf]])),
+    ]
+    live = live_structures(iter(blocks), 3, front)
+    assert live is not None and live.tolist() == [False, True, False]
+    assert live_structures(iter(blocks), 3, front, stop=lambda: True) is None
+    # every structure live after the first block: the pass ends there
+    gen = iter([(0, np.array([[0.5, 1.0]])), (0, np.array([[0.0, 0.0]]))])
+    assert live_structures(gen, 1, front) is not None and next(gen, None) is not None
