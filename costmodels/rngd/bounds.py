@@ -66,6 +66,7 @@ class TermBound:
 
     def __post_init__(self) -> None:
         ch = {p.name: p.choices for p in self.space.params}
+        self._row_choices = tuple(ch["rows"]) if "rows" in L_PARAMS and "rows" in ch else ()
         for stage, names in (("s", S_PARAMS), ("p", P_PARAMS), ("l", L_PARAMS)):
             self._grids[stage] = grid_values(ch, names)
 
@@ -79,6 +80,10 @@ class TermBound:
     def _lane_minima(self, fl: Key, dbuf: bool | None) -> dict[str, np.ndarray]:
         """Least lane terms ``[s, p]`` over the allowed lane choices that fit the TRF and the accumulator."""
         key = (fl, dbuf)
+        if key not in self._lanes and "rows" not in dict(fl) and len(self._row_choices) > 1:
+            # the lane choices of each row count are disjoint and cover these: the least over their minima
+            parts = [self._lane_minima(tuple(sorted((*fl, ("rows", r)))), dbuf) for r in self._row_choices]
+            self._lanes[key] = {k: np.minimum.reduce([q[k] for q in parts]) for k in parts[0]}
         if key not in self._lanes:
             t, hw = self.tables, self.hw
             lm = self._mask("l", fl)

@@ -99,3 +99,25 @@ def test_warm_starts_add_the_structures_that_can_beat_the_placements_lowest_boun
     assert added
     bounds = [t.structure_bound(p, {k: w[k] for k in STRUCTURAL if k in ch}) for w in added]
     assert bounds == sorted(bounds) and max(bounds) < min(first_lat)
+
+
+@pytest.mark.parametrize("fixed", [(), (("trf_split", 2),)])
+def test_lane_minima_over_every_row_count_are_the_least_of_each_row_counts(fixed: tuple) -> None:
+    """`TermBound` takes a key that leaves the row count free from the keys of each row count: the same arrays."""
+    from costmodels.rngd.bounds import TermBound
+
+    p = einsum("mk,kn->mn", {"m": 96, "k": 200, "n": 130}, dtype="bf16", weight=1)
+    t = get_target("rngd")
+    assert isinstance(t, RngdTarget)
+    prep = t.prepared(p)
+    assert prep.space is not None and prep.tables is not None
+    composed = TermBound(prep.space, prep.tables, t.hw)
+    direct = TermBound(prep.space, prep.tables, t.hw)
+    direct._row_choices = ()  # one loop over every lane choice, as before the composition
+    assert len(composed._row_choices) > 1
+    for dbuf in (None, True, False):
+        a, b = composed._lane_minima(fixed, dbuf), direct._lane_minima(fixed, dbuf)
+        assert a.keys() == b.keys()
+        for k in a:
+            assert np.array_equal(a[k], b[k]), (k, dbuf)
+        assert np.isfinite(a["tnhn"]).any()
