@@ -4,11 +4,11 @@ The layers are `bench.search_strategies`' (each target's two largest spaces amon
 BERT-base, Llama-7B decode and prefill). For each, a fresh process per tree builds the per-problem
 tables untimed (one best-first run), then times ``auto`` with one objective (latency) and with two
 (latency, offchip_bytes), best of two runs each (the machine is shared), with a 7.5 s budget (25
-x 0.3 s, as `bench.search_strategies` gives them) and no validation. It prints both trees' times
-and ratios side by side, the two-objective front's size and whether it was proven exact; the
+x 0.3 s, as `bench.search_strategies` gives them; ``--budget`` changes it) and no validation. It
+prints both trees' times and ratios side by side, the two-objective front's size and whether it was proven exact; the
 trees run alternately per layer so load drifts reach both alike. ``--before`` names the other
 tree's root (a checkout of the code before; omitted: this tree only).
-Run: ``python -m bench.two_objectives [--before ../main] [--targets rngd,trn2] [--layers 2]``.
+Run: ``python -m bench.two_objectives [--before ../main] [--targets rngd,trn2] [--layers 2] [--budget 7.5]``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from costmodels.registry import get_target
 from bench.search_strategies import largest_layers
 from mapper.search import tune
 from mapper.settings import SearchSettings
-preset, index, layers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+preset, index, layers, budget = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 target = get_target(preset)
 problem = largest_layers(target, layers)[index]
 tune(problem, target, SearchSettings(strategy="bestfirst", max_seconds=600), validate=False)  # tables, untimed
@@ -38,7 +38,7 @@ for name, objs in (("one", ("latency",)), ("two", ("latency", "offchip_bytes")))
     best = None
     for _ in range(2):
         t0 = time.perf_counter()
-        r = tune(problem, target, SearchSettings(objectives=objs, max_seconds=7.5), validate=False)
+        r = tune(problem, target, SearchSettings(objectives=objs, max_seconds=budget), validate=False)
         dt = time.perf_counter() - t0
         best = dt if best is None else min(best, dt)
     out[name] = best
@@ -50,10 +50,10 @@ print(json.dumps(out))
 """
 
 
-def measure(root: Path, preset: str, index: int, layers: int) -> dict[str, object]:
+def measure(root: Path, preset: str, index: int, layers: int, budget: float = 7.5) -> dict[str, object]:
     env = {**os.environ, "PYTHONPATH": str(root)}
     res = subprocess.run(
-        [sys.executable, "-c", MEASURE, preset, str(index), str(layers)],
+        [sys.executable, "-c", MEASURE, preset, str(index), str(layers), str(budget)],
         cwd=root, env=env, capture_output=True, text=True, check=True, timeout=900,
     )  # fmt: skip
     return json.loads(res.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--before", default="", help="root of the tree to compare with (omitted: this tree only)")
     ap.add_argument("--targets", default="", help="comma list of presets (default: all)")
     ap.add_argument("--layers", type=int, default=2, help="largest-space layers per target")
+    ap.add_argument("--budget", type=float, default=7.5, help="seconds per search (default 7.5: 25 x 0.3 s)")
     a = ap.parse_args(argv)
     from costmodels.registry import target_names
 
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
             row: dict[str, dict[str, object]] = {}
             order = list(trees) if index % 2 else list(reversed(trees))  # alternate which tree runs first
             for name in order:
-                row[name] = measure(trees[name], preset, index, a.layers)
+                row[name] = measure(trees[name], preset, index, a.layers, a.budget)
             cells = []
             for name in reversed(trees):
                 m = row[name]

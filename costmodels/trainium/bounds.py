@@ -149,6 +149,37 @@ def tile_bounds(problem: Problem, hw: TrainiumHardware, space: SearchSpace, cons
     return np.stack(out) * (1 - FLOAT_MARGIN)
 
 
+def refetch_floors(
+    hw: TrainiumHardware,
+    c: ProblemConsts,
+    used: int,
+    cases: list[tuple[np.ndarray, np.ndarray]],
+    core_out: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(chip bytes, DMA cycles) floors: the least over `cases`, each ``(stationary, moving)`` bytes per core.
+
+    One case: every operand's share fetched once. Two (the cells, `split_cells`): the stationary
+    fetched again per moving block, or the moving per stationary block.
+
+    When a core has several stationary and several moving blocks, every loop order sets one of
+    `scoring.order_effects`' ``m_in_stat`` / ``s_in_mov`` (checked for every order by
+    ``tests/costmodels/trainium/test_trainium_front_cells.py``), so its fetches of that operand are
+    multiplied by the other's block trips; with one block of a role the trips are 1 and the case is
+    the plain floor. Each case prices the chip's bytes as `cost.traffic` does (an input at least its
+    real bytes) and the DMA as the larger of a core's bytes over its DMA rate and the chip's over HBM.
+    """
+    chip_least = dma_least = None
+    for stat, mov in cases:
+        chip = np.maximum(used * stat, c.real_stat_bytes) + np.maximum(used * mov, c.real_mov_bytes)
+        chip = chip + used * core_out
+        core = stat + mov + core_out
+        dma = np.maximum(core / hw.core_dma_bytes_per_s, chip / hw.hbm_bytes_per_s) * hw.te_clock_hz
+        chip_least = chip if chip_least is None else np.minimum(chip_least, chip)
+        dma_least = dma if dma_least is None else np.minimum(dma_least, dma)
+    assert chip_least is not None and dma_least is not None
+    return chip_least, dma_least
+
+
 def split_cells(
     problem: Problem,
     hw: TrainiumHardware,
@@ -167,11 +198,18 @@ def split_cells(
     rounding: take `FLOAT_MARGIN` off): the latency by `tile_bounds`' argument, the off-chip bytes
     because `cost.traffic` prices them as ``max(core_stat x cores, real) + max(core_mov x cores, real)
     + core_out x cores`` with every term at least its floor here (a core's padded share of each
-    operand, ``cores >= c_b c_s c_m``). A split is a *cell* of the structure for several objectives
+    operand, ``cores >= c_b c_s c_m``). The cells (`offchip`) also count the fetches again: a core's
+    stationary blocks number at least ``ceil(ceil(T_s / c_s) / cap_s)`` (``cap_s`` the largest
+    ``block_stat`` choice: `nest.split_role` blocks a role's per-core tiles under the cap), its
+    moving blocks likewise, and with several of both every loop order fetches one operand again per
+    block of the other (`refetch_floors`), so the cells take the lesser of the two cases, in their
+    bytes and their DMA term (`tile_bounds` does not: its latency floors stay as they were, and a
+    cell's latency is never below its split's entry there). A split is a *cell* of the structure for several objectives
     (`mapper.bounds.FrontCellBounded`): few cores move few bytes slowly, many cores are fast and
     duplicate operands, and the one vector of the least latency beside the least bytes bounds neither.
     """
     cores = max(int(c) for c in choices["cores"])
+    cap_s, cap_m = max(int(b) for b in choices["block_stat"]), max(int(b) for b in choices["block_mov"])
     f = hw.te_clock_hz
     ve = hw.te_clock_hz / hw.ve_clock_hz
     for at, st in enumerate(choices["stationary"]):
@@ -196,10 +234,13 @@ def split_cells(
             core_mov = per_b * np.ceil(nm / cm) * em * nk * ek * c.s_mov
             core_out = n_out * es * em * c.s_out
             used = cb * cs * cm
-            chip = np.maximum(used * core_stat, c.real_stat_bytes) + np.maximum(used * core_mov, c.real_mov_bytes)
-            chip = chip + used * core_out
-            core = core_stat + core_mov + core_out
-            dma = np.maximum(core / hw.core_dma_bytes_per_s, chip / hw.hbm_bytes_per_s) * f
+            if offchip:  # the cells: at least one operand fetched again per block of the other (block caps)
+                hs_min = np.ceil(np.ceil(ns / cs) / cap_s)
+                hm_min = np.ceil(np.ceil(nm / cm) / cap_m)
+                cases = [(core_stat * hm_min, core_mov), (core_stat, core_mov * hs_min)]
+            else:  # `tile_bounds`: every operand's share fetched once
+                cases = [(core_stat, core_mov)]
+            chip, dma = refetch_floors(hw, c, used, cases, core_out)
             bound = np.maximum(fill + np.maximum(te, evict), dma)
             # a split with more cores on s (or m) than the role has tiles cannot occur for those tiles
             can = (ns >= cs) & (nm >= cm)

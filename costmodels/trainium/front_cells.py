@@ -54,8 +54,7 @@ def structure_cells(
     if not objectives or not set(objectives) <= set(CELL_OBJECTIVES):
         return None
     choices = {p.name: p.choices for p in space.params}
-    narrowed = {n: ((fixed[n],) if n in fixed else choices[n]) for n in TILE_PARAMS}
-    narrowed["cores"] = choices["cores"]
+    narrowed = {**choices, **{n: (fixed[n],) for n in TILE_PARAMS if n in fixed}}
     rows = [
         _rows(hw, lat, off, objectives) for _, lat, off in split_cells(problem, hw, narrowed, consts) if off is not None
     ]

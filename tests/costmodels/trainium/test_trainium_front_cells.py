@@ -145,3 +145,18 @@ def test_a_pass_keeps_a_structure_with_one_undominated_cell() -> None:
     # every structure live after the first block: the pass ends there
     gen = iter([(0, np.array([[0.5, 1.0]])), (0, np.array([[0.0, 0.0]]))])
     assert live_structures(gen, 1, front) is not None and next(gen, None) is not None
+
+
+def test_every_loop_order_fetches_one_operand_again_when_both_roles_have_several_blocks() -> None:
+    """The case `bounds.refetch_floors` rests on: with s and m both blocked, no order keeps both operands."""
+    from costmodels.trainium.orders import ORDERS, distinct_orders
+    from costmodels.trainium.scoring import order_effects
+
+    orders = ORDERS
+    assert set(distinct_orders("skm")) == set(ORDERS)  # every order the space can offer
+    eff = order_effects(orders)
+    for k_blocked in (0, 1):
+        both = eff["m_in_stat"][:, 1, 1, k_blocked] | eff["s_in_mov"][:, 1, 1, k_blocked]
+        assert both.all(), [o for o, b in zip(orders, both, strict=True) if not b]
+    # with one role unblocked an order keeps both operands: the floor then has no second fetch
+    assert not (eff["m_in_stat"][:, 0, 1, 0] | eff["s_in_mov"][:, 0, 1, 0]).all()
