@@ -22,6 +22,7 @@ from costmodels.trainium.target import TrainiumTarget
 from mapper.bounds import RTOL, live_structures
 from mapper.search import tune
 from mapper.settings import SearchSettings
+from tests.costmodels.trainium.tile_structures import structure_choices, structure_codes
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
@@ -49,22 +50,13 @@ def _random_problem(rng: random.Random) -> Problem:
 
 def _structure_points(t: TrainiumTarget, p: Problem, flat: int) -> np.ndarray:
     """(latency s, off-chip bytes) of every feasible point of one structure (by its C-order number)."""
-    space = t.space(p)
-    assert tuple(q.name for q in space.params[:4]) == TILE_PARAMS
-    fixed = np.unravel_index(flat, [len(q.choices) for q in space.params[:4]])
-    inner = space.params[4:]
-    every = np.indices([len(q.choices) for q in inner]).reshape(len(inner), -1)
-    codes = {q.name: np.full(every.shape[1], int(c)) for q, c in zip(space.params[:4], fixed, strict=True)}
-    codes.update({q.name: every[i] for i, q in enumerate(inner)})
-    s = t.score_codes(p, codes)
+    s = t.score_codes(p, structure_codes(t.space(p), flat))
     both = np.stack([np.asarray(s.objectives[o], dtype=np.float64) for o in OBJECTIVES], axis=1)
     return both[np.asarray(s.feasible)]
 
 
 def _fixed(t: TrainiumTarget, p: Problem, flat: int) -> dict[str, object]:
-    params = t.space(p).params[:4]
-    codes = np.unravel_index(flat, [len(q.choices) for q in params])
-    return {q.name: q.choices[int(c)] for q, c in zip(params, codes, strict=True)}
+    return dict(structure_choices(t.space(p), flat))
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -25,6 +25,7 @@ from costmodels.trainium.target import TrainiumTarget
 from mapper.bounds import RTOL
 from mapper.search import tune
 from mapper.settings import SearchSettings
+from tests.costmodels.trainium.tile_structures import structure_codes
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
@@ -51,14 +52,7 @@ def _random_problem(rng: random.Random) -> Problem:
 
 def _structure_minimum(t: TrainiumTarget, p: Problem, flat: int) -> float:
     """The best feasible latency (s) of one structure (by its number in C order), its whole sub-space scored."""
-    space = t.space(p)
-    assert tuple(q.name for q in space.params[:4]) == TILE_PARAMS  # the structural parameters lead
-    fixed = np.unravel_index(flat, [len(q.choices) for q in space.params[:4]])
-    inner = space.params[4:]
-    every = np.indices([len(q.choices) for q in inner]).reshape(len(inner), -1)
-    codes = {q.name: np.full(every.shape[1], int(c)) for q, c in zip(space.params[:4], fixed, strict=True)}
-    codes.update({q.name: every[i] for i, q in enumerate(inner)})
-    score = t.score_codes(p, codes)
+    score = t.score_codes(p, structure_codes(t.space(p), flat))
     lat = np.where(score.feasible, np.asarray(score.objectives["latency"], dtype=np.float64), np.inf)
     return float(lat.min())
 

@@ -1,0 +1,26 @@
+"""Every point of one tile structure of a Trainium space, by the structure's number (for the bound tests)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from costmodels.protocol import Choice, SearchSpace
+from costmodels.trainium.bounds import TILE_PARAMS
+
+
+def structure_choices(space: SearchSpace, flat: int) -> dict[str, Choice]:
+    """The tile choices of structure `flat` (C order over `TILE_PARAMS`, which lead the space)."""
+    params = space.params[:4]
+    assert tuple(q.name for q in params) == TILE_PARAMS  # the structural parameters lead
+    codes = np.unravel_index(flat, [len(q.choices) for q in params])
+    return {q.name: q.choices[int(c)] for q, c in zip(params, codes, strict=True)}
+
+
+def structure_codes(space: SearchSpace, flat: int) -> dict[str, np.ndarray]:
+    """The codes of every point of structure `flat`: its tile choices fixed, every other parameter's product."""
+    fixed = structure_choices(space, flat)
+    inner = space.params[4:]
+    every = np.indices([len(q.choices) for q in inner]).reshape(len(inner), -1)
+    codes = {q.name: np.full(every.shape[1], q.choices.index(fixed[q.name])) for q in space.params[:4]}
+    codes.update({q.name: every[i] for i, q in enumerate(inner)})
+    return codes
