@@ -6,7 +6,6 @@ whether or not the budget ends first. One test body per property, one row of dat
 
 from __future__ import annotations
 
-import math
 import random
 from dataclasses import dataclass
 
@@ -19,7 +18,7 @@ from costmodels.structure_bound import StructureBounded
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from mapper.strategies import split_params
-from tests.costmodels.space_scan import space_latencies
+from tests.costmodels.space_scan import sample_product, space_latencies
 from tests.enumerable import enumerable_target
 from workload.conv2d import conv2d
 from workload.einsum import einsum
@@ -84,14 +83,6 @@ def _random_problems(f: Family, seed: int, n: int) -> list[Problem]:
     return out
 
 
-def _sample_product(rng: random.Random, sizes: list[int], k: int) -> list[tuple[int, ...]]:
-    """``rng.sample(list(itertools.product(*map(range, sizes))), min(n, k))``, the same draws and combos, without
-    listing the product (millions of tuples where many parameters are fixed): `sample` picks positions
-    from the length alone, and a position of the product (last index fastest) is decoded in place."""
-    n = math.prod(sizes)
-    return [tuple(int(i) for i in np.unravel_index(j, sizes)) for j in rng.sample(range(n), min(n, k))]
-
-
 def _bounded(preset: str) -> StructureBounded:
     t = enumerable_target(preset)  # these tests enumerate every space they bound: Trainium's ladder
     assert isinstance(t, StructureBounded)
@@ -113,7 +104,7 @@ def test_no_structure_beats_its_bound_on_random_problems(family: str, preset: st
         subsets += [tuple(rng.sample(names, rng.randint(1, len(names)))) for _ in range(3)]
         for fixed_names in subsets:
             axes = [names.index(n) for n in fixed_names]
-            for combo in _sample_product(rng, [len(params[a][1]) for a in axes], 40):
+            for combo in sample_product(rng, [len(params[a][1]) for a in axes], 40):
                 fixed = {names[a]: params[a][1][c] for a, c in zip(axes, combo, strict=True)}
                 sel = tuple(combo[axes.index(i)] if i in axes else slice(None) for i in range(len(names)))
                 best = float(lat[sel].min())
@@ -187,7 +178,7 @@ def test_ascend_floors_are_at_most_the_exact_bounds_on_random_problems(preset: s
             floors = t.structure_floors(p, fixed_names)
             choices = [space.params[names.index(n)].choices for n in fixed_names]
             assert floors.shape == tuple(len(c) for c in choices)
-            for combo in _sample_product(rng, [len(c) for c in choices], 30):
+            for combo in sample_product(rng, [len(c) for c in choices], 30):
                 fixed = {n: c[i] for n, c, i in zip(fixed_names, choices, combo, strict=True)}
                 exact = t.structure_bound(p, fixed)
                 assert floors[combo] <= exact, (p.label, fixed, floors[combo], exact)
