@@ -6,7 +6,6 @@ whether or not the budget ends first. One test body per property, one row of dat
 
 from __future__ import annotations
 
-import itertools
 import random
 from dataclasses import dataclass
 
@@ -19,7 +18,7 @@ from costmodels.structure_bound import StructureBounded
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from mapper.strategies import split_params
-from tests.costmodels.space_scan import space_latencies
+from tests.costmodels.space_scan import sample_product, space_latencies
 from tests.enumerable import enumerable_target
 from workload.conv2d import conv2d
 from workload.einsum import einsum
@@ -96,7 +95,7 @@ def test_no_structure_beats_its_bound_on_random_problems(family: str, preset: st
     bounded = _bounded(preset)
     rng = random.Random(7)
     checked = tighter = 0
-    for p in _random_problems(f, seed=3, n=16):
+    for p in _random_problems(f, seed=3, n=12):
         params, lat = space_latencies(t, p)
         names = [n for n, _ in params]
         generic = t.lower_bound(p).cycles / getattr(t.hardware, f.clock)
@@ -105,8 +104,7 @@ def test_no_structure_beats_its_bound_on_random_problems(family: str, preset: st
         subsets += [tuple(rng.sample(names, rng.randint(1, len(names)))) for _ in range(3)]
         for fixed_names in subsets:
             axes = [names.index(n) for n in fixed_names]
-            combos = list(itertools.product(*(range(len(params[a][1])) for a in axes)))
-            for combo in rng.sample(combos, min(len(combos), 40)):
+            for combo in sample_product(rng, [len(params[a][1]) for a in axes], 40):
                 fixed = {names[a]: params[a][1][c] for a, c in zip(axes, combo, strict=True)}
                 sel = tuple(combo[axes.index(i)] if i in axes else slice(None) for i in range(len(names)))
                 best = float(lat[sel].min())
@@ -169,7 +167,7 @@ def test_ascend_floors_are_at_most_the_exact_bounds_on_random_problems(preset: s
     t, f = get_target(preset), FAMILIES["ascend"]
     rng = random.Random(11)
     checked = above = 0
-    for p in _random_problems(f, seed=5, n=16):
+    for p in _random_problems(f, seed=5, n=12):
         space = t.space(p)
         names = [q.name for q in space.params]
         generic = t.lower_bound(p).cycles / t.hardware.clock_hz
@@ -180,8 +178,7 @@ def test_ascend_floors_are_at_most_the_exact_bounds_on_random_problems(preset: s
             floors = t.structure_floors(p, fixed_names)
             choices = [space.params[names.index(n)].choices for n in fixed_names]
             assert floors.shape == tuple(len(c) for c in choices)
-            combos = list(itertools.product(*(range(len(c)) for c in choices)))
-            for combo in rng.sample(combos, min(len(combos), 30)):
+            for combo in sample_product(rng, [len(c) for c in choices], 30):
                 fixed = {n: c[i] for n, c, i in zip(fixed_names, choices, combo, strict=True)}
                 exact = t.structure_bound(p, fixed)
                 assert floors[combo] <= exact, (p.label, fixed, floors[combo], exact)

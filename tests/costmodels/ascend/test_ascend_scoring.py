@@ -248,7 +248,7 @@ def test_value_columns_of_any_type_score_alike(preset: str, pname: str) -> None:
     step = max(1, len(next(iter(cols.values()))) // 200_000)  # every legal grid: millions of points; a spread of them
     cols = {k: v[::step] for k, v in cols.items()}
     ref = _target(preset).score_batch(problem, cols)
-    objects = {k: np.asarray([_plain(x) for x in v], dtype=object) for k, v in cols.items()}
+    objects = {k: v.astype(object) for k, v in cols.items()}  # Python ints, bools and strs, as the choices are
     narrow = {k: v.astype(np.int32 if v.dtype.kind == "i" else v.dtype) for k, v in cols.items()}
     unsigned = {k: v.astype(np.uint16 if v.dtype.kind == "i" else v.dtype) for k, v in cols.items()}
     if "core_grid" in cols:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from costmodels.protocol import Choice
+from costmodels.protocol import Choice, Param, SearchSpace
 from costmodels.registry import get_target
 from costmodels.rngd.cost import evaluate
 from costmodels.rngd.target import RngdTarget
@@ -27,9 +27,14 @@ BMM = "vmk,vnk->vmn"
 
 
 def _best_ce_per_placement(problem: Problem) -> dict[str, float]:
-    cols = T.space(problem).columns()
-    keep = (np.asarray(cols["slice_grid"]) == 1) & (np.asarray(cols["clusters"]) == 1)
-    cols = {k: v[keep] for k, v in cols.items()}
+    """Over the space's points on one slice of one cluster: the space with slice_grid and clusters fixed to 1
+    (its columns are exactly the rows of the whole space's columns with both at 1, in the same order)."""
+    space = T.space(problem)
+    one_slice = {"slice_grid", "clusters"}
+    assert all(1 in q.choices for q in space.params if q.name in one_slice)
+    cols = SearchSpace(
+        params=tuple(Param(name=q.name, choices=(1,), doc=q.doc) if q.name in one_slice else q for q in space.params)
+    ).columns()
     res = evaluate(problem, T.hw, cols)
     one = res["feasible"]
     return {fam: float(np.min(res["ce"][family_mask(cols, 32, fam) & one], initial=np.inf)) for fam in ("k", "v", "nm")}

@@ -9,7 +9,6 @@ checks the bound scales with them.
 
 from __future__ import annotations
 
-import itertools
 import random
 from typing import Any
 
@@ -23,7 +22,7 @@ from costmodels.tenstorrent.bounds import max_subblock_area
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from mapper.strategies import split_params
-from tests.costmodels.space_scan import space_latencies
+from tests.costmodels.space_scan import sample_product, space_latencies
 from workload import named
 from workload.conv2d import conv2d
 from workload.einsum import einsum
@@ -88,8 +87,7 @@ def test_no_structure_beats_its_bound(preset: str) -> None:
         subsets += [tuple(rng.sample(names, rng.randint(1, len(names)))) for _ in range(3)]
         for fixed_names in subsets:
             axes = [names.index(n) for n in fixed_names]
-            combos = list(itertools.product(*(range(len(params[a][1])) for a in axes)))
-            for combo in rng.sample(combos, min(len(combos), 60)):
+            for combo in sample_product(rng, [len(params[a][1]) for a in axes], 60):
                 fixed = {names[a]: params[a][1][c] for a, c in zip(axes, combo, strict=True)}
                 sel = tuple(combo[axes.index(j)] if j in axes else slice(None) for j in range(len(names)))
                 best = float(lat[sel].min())
