@@ -29,7 +29,7 @@ typecheck: $(STAMP)
 
 # pytest exits 5 when it collected no test: that is a failure here, said in words
 pytest: $(STAMP)
-	@status=0; $(BIN)/python -m pytest -n 2 --dist worksteal -q || status=$$?; \
+	@status=0; env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n 2 --dist worksteal -q || status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make pytest: no tests were collected" >&2; fi; \
 	exit $$status
 

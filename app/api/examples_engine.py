@@ -1,14 +1,19 @@
 """Named OpenAPI examples of the engine routes, each one a request that answers 200 from /docs.
 
 The evaluate and validate examples carry a real point or mapping: the first feasible warm start
-of the example's target, computed from the engine when the routes are imported, so they follow
-the cost models as they change.
+of the example's target, computed from the engine, so they follow the cost models as they change.
+They are computed when the OpenAPI document is first built (`document_examples`), not when the
+routes are imported: finding the rngd warm start takes seconds, which every server and worker
+process would otherwise pay at start-up.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from typing import Any
+
+from fastapi import FastAPI
 
 from costmodels.protocol import Choice
 from costmodels.registry import get_target
@@ -126,3 +131,32 @@ def validate_examples() -> dict[str, dict[str, Any]]:
         value = {"problem": problem, "mapping": mapping}
         out[key] = {"summary": f"{summary}: run its mapping tile by tile", "value": value}
     return out
+
+
+#: (route path, method) -> the examples of its JSON body
+ENGINE_EXAMPLES: dict[tuple[str, str], Callable[[], dict[str, dict[str, Any]]]] = {
+    ("/v1/mappings/evaluate", "post"): evaluate_examples,
+    ("/v1/mappings/validate", "post"): validate_examples,
+}
+
+
+def add_examples(document: dict[str, Any]) -> dict[str, Any]:
+    """`document` with `ENGINE_EXAMPLES` as the named examples of those bodies (in place, idempotent)."""
+    for (path, method), examples in ENGINE_EXAMPLES.items():
+        op = document.get("paths", {}).get(path, {}).get(method)
+        if op is None:
+            continue
+        body = op.get("requestBody", {}).get("content", {}).get("application/json")
+        if body is not None:
+            body["examples"] = examples()
+    return document
+
+
+def document_examples(app: FastAPI) -> None:
+    """Give `app`'s OpenAPI document the engine examples when it is first built (FastAPI then keeps it)."""
+    build: Callable[[], dict[str, Any]] = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        return add_examples(build())
+
+    app.openapi = openapi  # type: ignore[method-assign]

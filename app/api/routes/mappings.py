@@ -19,7 +19,6 @@ from app.api.engine_support import (
     to_problem,
 )
 from app.api.errors import TooMany, ValidationTimedOut
-from app.api.examples_engine import evaluate_examples, validate_examples
 from app.api.json_body import JsonBody
 from app.api.schemas_engine import (
     BoundOut,
@@ -69,7 +68,7 @@ VALIDATION_RETRY_SECONDS = 2
     summary="Price a point or mapping",
 )
 def evaluate(
-    req: Annotated[EvaluateRequest, Body(openapi_examples=evaluate_examples())],
+    req: Annotated[EvaluateRequest, Body()],  # examples: `examples_engine.document_examples`
     settings: SettingsDep,
 ) -> EvaluateResponse:
     """Check a point of the target's search space (parameters by name) or a loop-nest mapping against
@@ -127,7 +126,7 @@ def evaluate(
     summary="Run a mapping",
 )
 def validate_mapping(
-    req: Annotated[ValidateRequest, Body(openapi_examples=validate_examples())],
+    req: Annotated[ValidateRequest, Body()],  # examples: `examples_engine.document_examples`
     settings: SettingsDep,
     request: Request,
 ) -> ValidateResponse:
