@@ -33,9 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from costmodels.energy import pricer
 from costmodels.protocol import Choice, SearchSpace
 from costmodels.trainium.cost import ProblemConsts
-from costmodels.trainium.hardware import TrainiumHardware
+from costmodels.trainium.hardware import ENERGY_LEVELS, TrainiumHardware
 from costmodels.trainium.nest import Roles, roles_of, split_inner
 from costmodels.trainium.scoring import LAYOUT
 from workload.problem import Problem
@@ -187,28 +188,37 @@ def split_cells(
     consts: ProblemConsts_of,
     *,
     offchip: bool = True,
-) -> Iterator[tuple[int, np.ndarray, np.ndarray | None]]:
-    """Latency cycles and off-chip bytes no point beats, per tile structure, one core split at a time.
+) -> Iterator[tuple[int, np.ndarray, dict[str, np.ndarray] | None]]:
+    """Latency cycles, off-chip bytes and energy no point beats, per tile structure, one core split at a time.
 
-    Yields ``(stationary index, latency, off-chip bytes)`` per ``(stationary, (c_b, c_s, c_m))``: arrays
-    over the (tile_stat, tile_mov, tile_k) choices of `choices` (C order), ``inf`` where the split
-    cannot occur with those tiles (more cores on a role than it has tiles); the bytes are None unless
-    `offchip`. A feasible point of a structure splits its cores as one of these splits (`tile_bounds`),
-    so its latency and its off-chip bytes are each at least that split's entries (before float
-    rounding: take `FLOAT_MARGIN` off): the latency by `tile_bounds`' argument, the off-chip bytes
-    because `cost.traffic` prices them as ``max(core_stat x cores, real) + max(core_mov x cores, real)
-    + core_out x cores`` with every term at least its floor here (a core's padded share of each
-    operand, ``cores >= c_b c_s c_m``). The cells (`offchip`) also count the fetches again: a core's
-    stationary blocks number at least ``ceil(ceil(T_s / c_s) / cap_s)`` (``cap_s`` the largest
-    ``block_stat`` choice: `nest.split_role` blocks a role's per-core tiles under the cap), its
-    moving blocks likewise, and with several of both every loop order fetches one operand again per
-    block of the other (`refetch_floors`), so the cells take the lesser of the two cases, in their
-    bytes and their DMA term (`tile_bounds` does not: its latency floors stay as they were, and a
-    cell's latency is never below its split's entry there). A split is a *cell* of the structure for several objectives
-    (`mapper.bounds.FrontCellBounded`): few cores move few bytes slowly, many cores are fast and
-    duplicate operands, and the one vector of the least latency beside the least bytes bounds neither.
+    Yields ``(stationary index, latency, floors)`` per ``(stationary, (c_b, c_s, c_m))``: arrays over
+    the (tile_stat, tile_mov, tile_k) choices of `choices` (C order), ``inf`` where the split cannot
+    occur with those tiles (more cores on a role than it has tiles); ``floors`` (None unless
+    `offchip`) holds the ``offchip_bytes`` and ``energy`` (pJ) floors.
+
+    A feasible point of a structure splits its cores as one of these splits (`tile_bounds`), so its
+    latency, off-chip bytes and energy are each at least that split's entries (before float rounding:
+    take `FLOAT_MARGIN` off):
+
+    - latency: `tile_bounds`' argument;
+    - off-chip bytes: `cost.traffic` prices them as ``max(core_stat x cores, real) + max(core_mov x
+      cores, real) + core_out x cores``, every term at least its floor here (a core's padded share of
+      each operand, ``cores >= c_b c_s c_m``). With `offchip` the fetches are counted again too: a
+      core's stationary blocks number at least ``ceil(ceil(T_s / c_s) / cap_s)`` (``cap_s`` the largest
+      ``block_stat`` choice: `nest.split_role` blocks a role's per-core tiles under the cap), its
+      moving blocks likewise, and with several of both every loop order fetches one operand again per
+      block of the other (`refetch_floors`): the lesser of the two cases, in the bytes and in the DMA
+      term (`tile_bounds` keeps the plain floors, so a cell's latency is never below its entry there);
+    - energy: `costmodels.energy`'s sum (the MACs fixed, pJ per byte never negative) over the off-chip
+      floor and the on-chip floors of `cost.onchip_bytes`, with at least ``n_out`` output tiles and
+      ``n_out x T_k`` instructions per core on at least ``c_b c_s c_m`` cores.
+
+    A split is a *cell* of the structure for several objectives (`mapper.bounds.FrontCellBounded`):
+    few cores move few bytes slowly, many cores are fast and duplicate operands, and the one vector
+    of the least latency beside the least bytes bounds neither.
     """
     cores = max(int(c) for c in choices["cores"])
+    energy_of = pricer(hw.energy, problem, ENERGY_LEVELS)
     cap_s, cap_m = max(int(b) for b in choices["block_stat"]), max(int(b) for b in choices["block_mov"])
     f = hw.te_clock_hz
     ve = hw.te_clock_hz / hw.ve_clock_hz
@@ -245,4 +255,14 @@ def split_cells(
             # a split with more cores on s (or m) than the role has tiles cannot occur for those tiles
             can = (ns >= cs) & (nm >= cm)
             latency = np.where(can, bound, np.inf)
-            yield at, latency, (np.where(can, np.broadcast_to(chip, bound.shape), np.inf) if offchip else None)
+            if not offchip:
+                yield at, latency, None
+                continue
+            # `cost.onchip_bytes`: SBUF at least the instructions' operand reads, the evictions and the HBM
+            # bytes landed; PSUM at least each instruction's result and one eviction per output tile
+            n_inst = n_out * nk
+            sbuf = (n_inst * ek * (es * c.s_stat + em * c.s_mov) + n_out * es * em * 4) * used + chip
+            psum = (n_inst + n_out) * es * em * 4.0 * used
+            energy = energy_of.total({"hbm": chip, "sbuf": sbuf, "psum": psum})
+            floors = {"offchip_bytes": chip, "energy": energy}
+            yield at, latency, {k: np.where(can, np.broadcast_to(v, bound.shape), np.inf) for k, v in floors.items()}

@@ -11,7 +11,7 @@ trade-off the front has not already beaten at its least latency.
 `structure_cells` gives one structure's cells (`mapper.bounds.FrontCellBounded`);
 `cell_blocks` gives every structure's cells, a stationary choice and a split at a time
 (`mapper.bounds.FrontCellBlocks`), for a dominance pass over millions of structures in numpy.
-Only latency (seconds) and off-chip bytes have cells; any other objective: None.
+Latency (seconds), off-chip bytes and energy (pJ) have cells; any other objective (footprint): None.
 """
 
 from __future__ import annotations
@@ -28,13 +28,16 @@ from costmodels.trainium.hardware import TrainiumHardware
 from workload.problem import Problem
 
 #: the objectives the cells bound
-CELL_OBJECTIVES = ("latency", "offchip_bytes")
+CELL_OBJECTIVES = ("latency", "offchip_bytes", "energy")
 
 
-def _rows(hw: TrainiumHardware, latency: np.ndarray, offchip: np.ndarray, objectives: tuple[str, ...]) -> np.ndarray:
-    """Cell vectors in the order of `objectives`, latency in seconds, both less the float margin."""
+def _rows(
+    hw: TrainiumHardware, latency: np.ndarray, floors: dict[str, np.ndarray], objectives: tuple[str, ...]
+) -> np.ndarray:
+    """Cell vectors in the order of `objectives`, latency in seconds, each less the float margin."""
     keep = 1 - FLOAT_MARGIN
-    cols = {"latency": latency.reshape(-1) * (keep / hw.te_clock_hz), "offchip_bytes": offchip.reshape(-1) * keep}
+    cols = {"latency": latency.reshape(-1) * (keep / hw.te_clock_hz)}
+    cols |= {k: v.reshape(-1) * keep for k, v in floors.items()}
     return np.stack([cols[o] for o in objectives], axis=-1)
 
 

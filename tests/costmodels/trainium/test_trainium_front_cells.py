@@ -27,7 +27,7 @@ from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
 
-OBJECTIVES = ("latency", "offchip_bytes")
+OBJECTIVES = ("latency", "offchip_bytes", "energy")
 
 
 def target(name: str) -> TrainiumTarget:
@@ -67,7 +67,7 @@ def test_every_feasible_point_is_no_better_than_one_of_its_structures_cells(seed
     checked = 0
     for flat in sorted({rng.randrange(total) for _ in range(12)}):
         cells = t.structure_front_cells(p, _fixed(t, p, flat), OBJECTIVES)
-        assert cells is not None and cells.shape[1] == 2
+        assert cells is not None and cells.shape[1] == 3
         points = _structure_points(t, p, flat)
         # each point has a cell no worse on both objectives (the cells are admissible)
         covered = np.all(cells[None, :, :] <= points[:, None, :] * (1 + RTOL), axis=2).any(axis=1)
@@ -97,7 +97,7 @@ def test_the_cells_of_every_structure_are_the_cells_of_each_alone() -> None:
         key = lambda a: sorted(map(tuple, a[np.isfinite(a[:, 0])].tolist()))  # noqa: E731
         assert key(together) == key(alone)
     # objectives without cells, or another split of the parameters: no cells
-    assert t.structure_front_cell_blocks(p, names, ("latency", "energy")) is None
+    assert t.structure_front_cell_blocks(p, names, ("latency", "footprint")) is None
     assert t.structure_front_cell_blocks(p, names[::-1], OBJECTIVES) is None
     assert t.structure_front_cells(p, _fixed(t, p, 0), ("footprint",)) is None
 
@@ -109,12 +109,16 @@ def test_the_cells_of_every_structure_are_the_cells_of_each_alone() -> None:
         ("trn2", conv2d(batch=1, in_channels=2, out_channels=3, input_height=4, input_width=4, kernel=3)),
     ],
 )
-def test_two_objective_bestfirst_returns_the_enumerations_exact_front(preset: str, problem: Problem) -> None:
+@pytest.mark.parametrize("second", ["offchip_bytes", "energy"])
+def test_two_objective_bestfirst_returns_the_enumerations_exact_front(
+    preset: str, problem: Problem, second: str
+) -> None:
     t = target(preset)
-    settings = dict(objectives=OBJECTIVES, max_seconds=600)
+    objectives = ("latency", second)
+    settings = dict(objectives=objectives, max_seconds=600)
     exact = tune(problem, t, SearchSettings(strategy="exhaustive", **settings), validate=False)
     bb = tune(problem, t, SearchSettings(strategy="bestfirst", **settings), validate=False)
-    values = lambda r: sorted(tuple(q.values[o] for o in OBJECTIVES) for q in r.pareto)  # noqa: E731
+    values = lambda r: sorted(tuple(q.values[o] for o in objectives) for q in r.pareto)  # noqa: E731
     assert len(values(bb)) == len(values(exact))
     np.testing.assert_allclose(np.array(values(bb)), np.array(values(exact)), rtol=1e-12)
     assert len(set(values(bb))) == len(bb.pareto)  # no duplicate entries
