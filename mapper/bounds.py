@@ -29,7 +29,8 @@ has its values, so it adds no value to the front (weak dominance: of equal value
 the point scored first). When the front dominates the bound vector of the whole space, every
 structure is bounded out and the front is the exact front (the ``lower-bound`` stop).
 
-Tighter, when the target has cells (`FrontCellBounded`: RNGD for latency and off-chip bytes): a
+Tighter, when the target has cells (`FrontCellBounded`: RNGD for latency and off-chip bytes,
+Trainium for those and energy; `FrontCellBlocks` gives every structure's cells at once): a
 structure is cut into cells, each with its own bound vector, every feasible point of the structure
 no better on any objective than its cell's vector; the structure is out when the front dominates
 every cell's vector (each lifted to at least the structure's vector, both being admissible): each
