@@ -15,6 +15,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from app.api.openapi_document import amend
 from costmodels.protocol import Choice
 from costmodels.registry import get_target
 from workload.spec import problem_from_dict
@@ -154,9 +155,4 @@ def add_examples(document: dict[str, Any]) -> dict[str, Any]:
 
 def document_examples(app: FastAPI) -> None:
     """Give `app`'s OpenAPI document the engine examples when it is first built (FastAPI then keeps it)."""
-    build: Callable[[], dict[str, Any]] = app.openapi
-
-    def openapi() -> dict[str, Any]:
-        return add_examples(build())
-
-    app.openapi = openapi  # type: ignore[method-assign]
+    amend(app, add_examples)

@@ -16,10 +16,11 @@ An error response documented without content gets the ``application/problem+json
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI
+
+from app.api.openapi_document import amend
 
 PROBLEM = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
 
@@ -71,9 +72,4 @@ def add_statuses(document: dict[str, Any]) -> dict[str, Any]:
 
 def document_statuses(app: FastAPI) -> None:
     """Make `app`'s OpenAPI document carry every status its routes answer (module docstring)."""
-    build: Callable[[], dict[str, Any]] = app.openapi
-
-    def openapi() -> dict[str, Any]:
-        return add_statuses(build())
-
-    app.openapi = openapi  # type: ignore[method-assign]
+    amend(app, add_statuses)
