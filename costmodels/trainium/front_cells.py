@@ -3,7 +3,7 @@
 A tile structure fixes (stationary, tile_stat, tile_mov, tile_k) (`bounds.TILE_PARAMS`); its points
 differ in blocks, loop order, accumulator, cores and shard. Its *cells* are its core splits
 ``(c_b, c_s, c_m)`` (`bounds.split_cells`): every feasible point of the structure splits its cores as
-one of them, and its latency and off-chip bytes are at least that cell's two floors. Few cores move
+one of them, and its latency, off-chip bytes and energy are at least that cell's floors. Few cores move
 few bytes slowly and many cores are fast and duplicate operands, so the structure's least latency
 and its least bytes sit in different cells; the one vector of both bounds out no structure whose
 trade-off the front has not already beaten at its least latency.
@@ -59,7 +59,9 @@ def structure_cells(
     choices = {p.name: p.choices for p in space.params}
     narrowed = {**choices, **{n: (fixed[n],) for n in TILE_PARAMS if n in fixed}}
     rows = [
-        _rows(hw, lat, off, objectives) for _, lat, off in split_cells(problem, hw, narrowed, consts) if off is not None
+        _rows(hw, lat, floors, objectives)
+        for _, lat, floors in split_cells(problem, hw, narrowed, consts)
+        if floors is not None
     ]
     if not rows:  # no split can occur: no feasible point
         return np.full((1, len(objectives)), np.inf)
@@ -87,9 +89,9 @@ def cell_blocks(
     per_stat = math.prod(len(choices[n]) for n in TILE_PARAMS[1:])
 
     def one(at: int) -> Iterator[tuple[int, np.ndarray]]:
-        for _, lat, off in split_cells(problem, hw, {**choices, "stationary": (choices["stationary"][at],)}, consts):
-            assert off is not None
-            yield at * per_stat, _rows(hw, lat, off, objectives)
+        for _, lat, floors in split_cells(problem, hw, {**choices, "stationary": (choices["stationary"][at],)}, consts):
+            assert floors is not None
+            yield at * per_stat, _rows(hw, lat, floors, objectives)
 
     # the stationary choices' splits in turn, fewest cores first: a pass that every structure's fewest-core
     # cell leaves live stops after the first blocks (`mapper.bounds.live_structures`)
