@@ -16,24 +16,17 @@ import random
 import numpy as np
 import pytest
 
-from costmodels.registry import get_target
 from costmodels.trainium.bounds import TILE_PARAMS
 from costmodels.trainium.target import TrainiumTarget
 from mapper.bounds import RTOL, live_structures
 from mapper.search import tune
 from mapper.settings import SearchSettings
-from tests.costmodels.trainium.tile_structures import structure_choices, structure_codes
+from tests.costmodels.trainium.tile_structures import every_tile_target, structure_choices, structure_codes
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
 
 OBJECTIVES = ("latency", "offchip_bytes", "energy")
-
-
-def target(name: str) -> TrainiumTarget:
-    t = get_target(name, {"tile_space": "every"})
-    assert isinstance(t, TrainiumTarget)
-    return t
 
 
 def _random_problem(rng: random.Random) -> Problem:
@@ -62,7 +55,7 @@ def _fixed(t: TrainiumTarget, p: Problem, flat: int) -> dict[str, object]:
 @pytest.mark.parametrize("seed", range(6))
 def test_every_feasible_point_is_no_better_than_one_of_its_structures_cells(seed: int) -> None:
     rng = random.Random(seed)
-    p, t = _random_problem(rng), target(rng.choice(["trn1", "trn2"]))
+    p, t = _random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]))
     total = int(np.prod([len(q.choices) for q in t.space(p).params[:4]]))
     checked = 0
     for flat in sorted({rng.randrange(total) for _ in range(12)}):
@@ -73,14 +66,14 @@ def test_every_feasible_point_is_no_better_than_one_of_its_structures_cells(seed
         covered = np.all(cells[None, :, :] <= points[:, None, :] * (1 + RTOL), axis=2).any(axis=1)
         assert covered.all(), (p.label, t.name, flat, points[~covered][:3])
         checked += len(points)
-        if len(points):  # not vacuous: a cell meets the structure's least latency within 2x
-            assert np.isfinite(cells[:, 0]).any() and cells[:, 0].min() * 2 >= points[:, 0].min() / 2
+        if len(points):  # not vacuous: a cell is within 2x of the structure's least latency
+            assert np.isfinite(cells[:, 0]).any() and cells[:, 0].min() * 2 >= points[:, 0].min()
     assert checked > 0
 
 
 def test_the_cells_of_every_structure_are_the_cells_of_each_alone() -> None:
     p = einsum("mk,kn->mn", {"m": 70, "k": 130, "n": 90}, dtype="bf16", weight=1)
-    t = target("trn2")
+    t = every_tile_target("trn2")
     names = TILE_PARAMS
     total = int(np.prod([len(q.choices) for q in t.space(p).params[:4]]))
     rows: dict[int, list[np.ndarray]] = {}
@@ -113,7 +106,7 @@ def test_the_cells_of_every_structure_are_the_cells_of_each_alone() -> None:
 def test_two_objective_bestfirst_returns_the_enumerations_exact_front(
     preset: str, problem: Problem, second: str
 ) -> None:
-    t = target(preset)
+    t = every_tile_target(preset)
     objectives = ("latency", second)
     settings = dict(objectives=objectives, max_seconds=600)
     exact = tune(problem, t, SearchSettings(strategy="exhaustive", **settings), validate=False)

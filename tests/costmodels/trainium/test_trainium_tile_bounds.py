@@ -25,16 +25,10 @@ from costmodels.trainium.target import TrainiumTarget
 from mapper.bounds import RTOL
 from mapper.search import tune
 from mapper.settings import SearchSettings
-from tests.costmodels.trainium.tile_structures import structure_codes
+from tests.costmodels.trainium.tile_structures import every_tile_target, structure_codes
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
-
-
-def target(name: str) -> TrainiumTarget:
-    t = get_target(name, {"tile_space": "every"})
-    assert isinstance(t, TrainiumTarget)
-    return t
 
 
 def _random_problem(rng: random.Random) -> Problem:
@@ -70,7 +64,7 @@ def _sample(t: TrainiumTarget, p: Problem, rng: random.Random) -> tuple[np.ndarr
 def test_tile_bounds_are_admissible_on_random_problems(seed: int) -> None:
     rng = random.Random(seed)
     p = _random_problem(rng)
-    t = target(rng.choice(["trn1", "trn2"]))
+    t = every_tile_target(rng.choice(["trn1", "trn2"]))
     _, bound, best = _sample(t, p, rng)
     feasible = np.isfinite(best)
     assert feasible.any()
@@ -82,7 +76,7 @@ def test_tile_bounds_are_admissible_on_random_problems(seed: int) -> None:
 def test_tile_bounds_are_tight_on_a_compute_bound_gemm() -> None:
     # 512^3 bf16 on trn1: the lowest-bound structure's best is its bound up to the fill and DMA tail
     p = einsum("mk,kn->mn", {"m": 512, "k": 512, "n": 512}, dtype="bf16", weight=1)
-    t = target("trn1")
+    t = every_tile_target("trn1")
     _, bound, best = _sample(t, p, random.Random(0))
     i = int(np.argmin(bound))
     assert bound[i] <= best[i] <= bound[i] * 1.10
@@ -98,7 +92,7 @@ def test_core_splits_cover_every_split_within_the_cores() -> None:
 
 def test_structure_bounds_reduce_and_broadcast_over_names() -> None:
     p = einsum("mk,kn->mn", {"m": 200, "k": 300, "n": 150}, dtype="bf16", weight=1)
-    t = target("trn2")
+    t = every_tile_target("trn2")
     ch = {q.name: q.choices for q in t.space(p).params}
     full = t.structure_bounds(p, TILE_PARAMS)
     sub = t.structure_bounds(p, ("cores", "tile_k"))
@@ -117,7 +111,7 @@ def test_structure_bounds_reduce_and_broadcast_over_names() -> None:
 def test_subgrid_scorer_gives_the_whole_grids_values(seed: int) -> None:
     rng = random.Random(100 + seed)
     p = _random_problem(rng)
-    t = target(rng.choice(["trn1", "trn2"]))
+    t = every_tile_target(rng.choice(["trn1", "trn2"]))
     space = t.space(p)
     if space.size > 3_000_000:
         pytest.skip("space too large to price whole in a test")
@@ -155,7 +149,7 @@ CASES = [("trn1", i) for i in range(4)] + [("trn2", 2), ("trn2", 3)]
 
 @pytest.mark.parametrize(("preset", "index"), CASES)
 def test_bestfirst_on_the_full_space_proves_the_enumerations_optimum(preset: str, index: int) -> None:
-    p, t = PROBLEMS[index], target(preset)
+    p, t = PROBLEMS[index], every_tile_target(preset)
     exact = tune(p, t, SearchSettings(strategy="exhaustive", max_seconds=600), validate=False)
     bb = tune(p, t, SearchSettings(strategy="bestfirst", max_seconds=600), validate=False)
     assert exact.cost is not None and bb.cost is not None
@@ -182,7 +176,7 @@ def _ladder_best(t: TrainiumTarget, p: Problem) -> float:
     ],
 )
 def test_every_tile_count_is_never_worse_than_the_ladder(preset: str, problem: Problem) -> None:
-    t = target(preset)
+    t = every_tile_target(preset)
     old = _ladder_best(t, problem)
     r = tune(problem, t, SearchSettings(max_seconds=120), validate=False)
     assert r.cost is not None and r.certificate is not None and r.certificate.unexplored == 0
@@ -192,7 +186,7 @@ def test_every_tile_count_is_never_worse_than_the_ladder(preset: str, problem: P
 def test_a_problem_trainium_cannot_run_gets_no_bulk_structures() -> None:
     from mapper.strategies.bestfirst import bulk_params
 
-    t = target("trn2")
+    t = every_tile_target("trn2")
     p = einsum("mk,kn->mn", {"m": 8, "k": 8, "n": 8}, dtype="i8", weight=1)
     assert t.supports(p)
     assert bulk_params(p, t, t.space(p)) is None

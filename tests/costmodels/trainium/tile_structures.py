@@ -1,11 +1,20 @@
-"""Every point of one tile structure of a Trainium space, by the structure's number (for the bound tests)."""
+"""Trainium targets with every tile count, and every point of one tile structure by its number (bound tests)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from costmodels.protocol import Choice, SearchSpace
+from costmodels.registry import get_target
 from costmodels.trainium.bounds import TILE_PARAMS
+from costmodels.trainium.target import TrainiumTarget
+
+
+def every_tile_target(name: str) -> TrainiumTarget:
+    """The preset's target with its space of every tile count (the default; said here, as the tests rely on it)."""
+    t = get_target(name, {"tile_space": "every"})
+    assert isinstance(t, TrainiumTarget)
+    return t
 
 
 def structure_choices(space: SearchSpace, flat: int) -> dict[str, Choice]:
