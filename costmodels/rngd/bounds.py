@@ -20,7 +20,14 @@ smaller split dominates, `rngd.factors.trf_image`; the scorer makes their points
 when the structure fixes ``double_buffer`` off, the CE, fill and DMA terms are added instead of
 maxed (the stages then run one after another)
 (hardware-facts.md §1.2). The structure's bound is the least ``bound(s)`` over its stage-1 rows,
-in seconds at the clock.
+in seconds at the clock; when it leaves the row count free, the least of its bounds with each row
+count fixed (every point has one row count), which is never looser than the term-wise minima over
+all of them.
+
+Computation: the lane minima are taken one lane choice at a time against two per-cell thresholds
+(TRF room, accumulator room), once per distinct stage-1 row; the bound of every (s, p) cell is
+computed once per lane and buffering choice, and each set of fixed names reduces it once (the least
+over the free parameters' axes of the ``S x P`` grid), so a structure's bound is one look-up.
 
 Admissibility: `combine` prices a point at ``c_ce + c_trf + c_dma + tail`` or, double-buffered,
 ``fill_one + max(c_ce, c_trf - fill_one, c_dma) + tail``; both are at least ``max(c_ce, c_trf,
@@ -41,8 +48,8 @@ checks it against the best point of many structures of random problems.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -61,14 +68,17 @@ class TermBound:
     tables: Tables
     hw: RngdHardware
     _grids: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
-    _rows: dict[tuple[Key, Key, bool | None], np.ndarray] = field(default_factory=dict)
+    _rows: dict[tuple[Key, bool | None, tuple[str, ...]], np.ndarray] = field(default_factory=dict)
+    _cells_kept: dict[tuple[Key, bool | None], np.ndarray] = field(default_factory=dict)
     _lanes: dict[tuple[Key, bool | None], dict[str, np.ndarray]] = field(default_factory=dict)
+    _distinct: tuple[np.ndarray, np.ndarray] | None = None
 
     def __post_init__(self) -> None:
         ch = {p.name: p.choices for p in self.space.params}
         self._row_choices = tuple(ch["rows"]) if "rows" in L_PARAMS and "rows" in ch else ()
         for stage, names in (("s", S_PARAMS), ("p", P_PARAMS), ("l", L_PARAMS)):
             self._grids[stage] = grid_values(ch, names)
+        self._codes = {nm: {v: i for i, v in enumerate(ch[nm])} for nm in (*S_PARAMS, *P_PARAMS)}
 
     def _mask(self, stage: str, fixed: Key) -> np.ndarray:
         g = self._grids[stage]
@@ -77,65 +87,116 @@ class TermBound:
             out &= g[name] == value
         return out
 
+    def _distinct_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(first, back): one stage-1 row of each distinct set of lane-minima inputs, and each row's one.
+
+        Rows whose packet terms ``kvw, og, hld`` and lane terms are equal have equal lane minima. Rows are
+        grouped by two random projections and each group is checked equal to its first row, element by
+        element; if any is not (a collision), every row is its own group.
+        """
+        if self._distinct is None:
+            t = self.tables
+            n_s = len(t.qa["la"]) // t.n_p
+            parts = [t.qa[k].reshape(n_s, t.n_p) for k in ("kvw", "og", "hld")]
+            parts += [t.qn[k].reshape(n_s, t.n_l) for k in ("rhn", "hn", "tn", "tnhn", "rtnhn", "dma")]
+            rng = np.random.default_rng(0)
+            proj = sum(np.where(np.isfinite(q), q, -1.0) @ rng.random((q.shape[1], 2)) for q in parts)
+            _, first, back = np.unique(proj, axis=0, return_index=True, return_inverse=True)
+            back = back.reshape(-1)
+            if not all(np.array_equal(q[first][back], q) for q in parts):
+                first, back = np.arange(n_s), np.arange(n_s)
+            self._distinct = (first, back)
+        return self._distinct
+
     def _lane_minima(self, fl: Key, dbuf: bool | None) -> dict[str, np.ndarray]:
         """Least lane terms ``[s, p]`` over the allowed lane choices that fit the TRF and the accumulator."""
         key = (fl, dbuf)
-        if key not in self._lanes and "rows" not in dict(fl) and len(self._row_choices) > 1:
-            # the lane choices of each row count are disjoint and cover these: the least over their minima
-            parts = [self._lane_minima(tuple(sorted((*fl, ("rows", r)))), dbuf) for r in self._row_choices]
-            self._lanes[key] = {k: np.minimum.reduce([q[k] for q in parts]) for k in parts[0]}
         if key not in self._lanes:
             t, hw = self.tables, self.hw
             lm = self._mask("l", fl)
             n_s = len(t.qa["la"]) // t.n_p
-
-            kvw8, og, hld = (t.qa[k].reshape(n_s, t.n_p) for k in ("kvw", "og", "hld"))
-            kvw8 = kvw8 / 8
+            first, back = self._distinct_rows()  # rows of equal terms share their minima: each computed once
+            kvw, og, hld = (t.qa[k].reshape(n_s, t.n_p)[first] for k in ("kvw", "og", "hld"))
             cap = hw.trf_half_bytes_per_slice if dbuf else hw.trf_bytes_per_slice
-            qn = {k: t.qn[k].reshape(n_s, t.n_l) for k in ("rhn", "hn", "tn", "tnhn", "rtnhn", "dma")}
+            acc = hw.accumulator_cells_per_row
+            with np.errstate(divide="ignore"):
+                # the TRF: rhn * kvw / 8 <= cap, as rhn <= cap / (kvw / 8); the accumulator: og * max(hn * hld,
+                # 1) <= acc, with hld 0 or 1, as max(hn, 1) <= acc / og where hld is 1, og <= acc where it is 0.
+                # The quotients round monotonically, so a lane that fits is never left out (one that does not
+                # may be let in by a rounding: that only lowers the bound)
+                trf_room = np.where((hld == 0) & (og > acc), -np.inf, cap / (kvw / 8))
+                acc_room = np.where(hld > 0, acc / og, np.inf)
+            qn = {k: t.qn[k].reshape(n_s, t.n_l)[first][:, lm] for k in ("rhn", "hn", "tn", "tnhn", "rtnhn", "dma")}
+            qn["trhn"] = qn["tn"] * qn["rhn"]
+            rhn = np.where(qn["dma"] == np.inf, np.nan, qn["rhn"])  # the tables' bad lanes (dma = inf) never fit
+            hn1 = np.maximum(qn["hn"], 1)
             names = ("tn", "tnhn", "rtnhn", "trhn", "dma")
-            least = {k: np.full((n_s, t.n_p), np.inf) for k in names}
-            for j in np.flatnonzero(lm):  # one lane choice at a time: [s, p] arrays stay in cache
-                col = {k: v[:, j : j + 1] for k, v in qn.items()}
-                col["trhn"] = col["tn"] * col["rhn"]
-                # trf-capacity and accumulator (and the tables' bad lanes, dma = inf, trf-split among
-                # them): a lane choice that breaks them has no feasible point here
-                fits = (col["rhn"] * kvw8 <= cap) & (
-                    og * np.maximum(col["hn"] * hld, 1) <= hw.accumulator_cells_per_row
-                )
-                fits &= col["dma"] < np.inf
+            shape = (len(first), t.n_p)
+            least = {k: np.full(shape, np.inf) for k in names}
+            fits, room, term = np.empty(shape, dtype=bool), np.empty(shape, dtype=bool), np.empty(shape)
+            for j in range(rhn.shape[1]):  # one lane choice at a time: [s, p] arrays stay in cache
+                np.less_equal(rhn[:, j : j + 1], trf_room, out=fits)
+                np.less_equal(hn1[:, j : j + 1], acc_room, out=room)
+                fits &= room
+                out = np.where(fits, 0.0, np.inf)  # added to a term: the term where the lane fits, inf elsewhere
                 for k in names:
-                    np.minimum(least[k], np.where(fits, col[k], np.inf), out=least[k])
+                    np.add(qn[k][:, j : j + 1], out, out=term)
+                    np.minimum(least[k], term, out=least[k])
             self._lanes[key] = {
-                **least,
+                **{k: v[back] for k, v in least.items()},
                 "kval": t.qn["kval"].reshape(n_s, t.n_l)[:, lm].min(axis=1, initial=np.inf),
             }
         return self._lanes[key]
 
-    def _per_row(self, fp: Key, fl: Key, dbuf: bool | None) -> np.ndarray:
-        """``bound(s)`` in cycles of every stage-1 row, for these fixed packet, lane and buffering choices.
+    def _cells(self, fl: Key, dbuf: bool | None) -> np.ndarray:
+        """``bound(s, p)`` in cycles of every stage-1 row ``s`` and packet choice ``p`` (the ``S x P`` grid), for
+        these fixed lane and buffering choices: the formula above before its least over ``p``, with ``kval'``.
 
         ``dbuf`` False: the CE, fill and DMA stages add up; True: the TRF holds half its bytes.
         """
-        key = (fp, fl, dbuf)
+        t, hw = self.tables, self.hw
+        n_s = len(t.qa["la"]) // t.n_p
+        lane = self._lane_minima(fl, dbuf)
+
+        def a(name: str) -> np.ndarray:  # packet terms: [s, p]
+            return t.qa[name].reshape(n_s, t.n_p)
+
+        d = float(t.consts.d_tree)
+        mac = a("la") * lane["tnhn"] + d
+        stream = a("sflb") * np.where(a("nbc") > 0, lane["tnhn"], lane["tn"]) / hw.fetch_bytes_per_cycle
+        drain = a("lgog") * lane["rtnhn"] / hw.drain_elements_per_cycle + d
+        ce = np.maximum(np.maximum(mac, stream), drain)
+        fill = a("hb") * a("kvw") / 8 * lane["trhn"] / hw.trf_fill_bytes_per_cycle
+        total = ce + fill + lane["dma"] if dbuf is False else np.maximum(np.maximum(ce, fill), lane["dma"])
+        # kval does not depend on p: added before the least over p, as after (rounding is monotone)
+        return total + lane["kval"][:, None]
+
+    def _least(self, fl: Key, dbuf: bool | None, names: tuple[str, ...]) -> np.ndarray:
+        """The cells' least over every stage-1 and packet parameter not in `names`, indexed by the codes of
+        `names` (in `S_PARAMS` then `P_PARAMS` order): each structure's bound is then one look-up."""
+        key = (fl, dbuf, names)
+        if key not in self._rows and "rows" not in dict(fl) and len(self._row_choices) > 1:
+            # every point has one row count: the least of the bounds with each row count fixed is below it
+            # (and no looser than the bound of the lane minima over every row count, a term-wise least)
+            parts = [self._least(tuple(sorted((*fl, ("rows", r)))), dbuf, names) for r in self._row_choices]
+            self._rows[key] = np.minimum.reduce(parts)
         if key not in self._rows:
-            t, hw = self.tables, self.hw
-            pm = self._mask("p", fp)
-            n_s = len(t.qa["la"]) // t.n_p
-            lane = {k: v[:, pm] for k, v in self._lane_minima(fl, dbuf).items() if k != "kval"}
-
-            def a(name: str) -> np.ndarray:  # packet terms of the allowed packet choices: [s, p]
-                return t.qa[name].reshape(n_s, t.n_p)[:, pm]
-
-            d = float(t.consts.d_tree)
-            mac = a("la") * lane["tnhn"] + d
-            stream = a("sflb") * np.where(a("nbc") > 0, lane["tnhn"], lane["tn"]) / hw.fetch_bytes_per_cycle
-            drain = a("lgog") * lane["rtnhn"] / hw.drain_elements_per_cycle + d
-            ce = np.maximum(np.maximum(mac, stream), drain)
-            fill = a("hb") * a("kvw") / 8 * lane["trhn"] / hw.trf_fill_bytes_per_cycle
-            total = ce + fill + lane["dma"] if dbuf is False else np.maximum(np.maximum(ce, fill), lane["dma"])
-            self._rows[key] = total.min(axis=1, initial=np.inf) + self._lane_minima(fl, dbuf)["kval"]
+            cells_key = (fl, dbuf)
+            if cells_key not in self._cells_kept:
+                self._cells_kept.clear()  # one grid kept: a structure order asks for one (fl, dbuf) at a time
+                self._cells_kept[cells_key] = self._cells(fl, dbuf)
+            grid = (*S_PARAMS, *P_PARAMS)
+            shape = tuple(len(self._codes[nm]) for nm in grid)
+            free = tuple(i for i, nm in enumerate(grid) if nm not in names)
+            self._rows[key] = self._cells_kept[cells_key].reshape(shape).min(axis=free, initial=np.inf)
         return self._rows[key]
+
+    def per_row(self, fp: Key, fl: Key, dbuf: bool | None) -> np.ndarray:
+        """``bound(s)`` in cycles of every stage-1 row, for these fixed packet, lane and buffering choices."""
+        fixed_p = dict(fp)
+        least = self._least(fl, dbuf, (*S_PARAMS, *(nm for nm in P_PARAMS if nm in fixed_p)))
+        at: tuple[Any, ...] = (..., *(self._codes[nm][fixed_p[nm]] for nm in P_PARAMS if nm in fixed_p))
+        return least[at].reshape(-1)
 
     def __call__(self, fixed: dict[str, Choice]) -> float:
         """Seconds no feasible point with these fixed choices can beat.
@@ -149,9 +210,9 @@ class TermBound:
                 raise ValueError(f"no parameter {name!r} in this space: its parameters are {sorted(choices)}")
             if value not in choices[name]:
                 raise ValueError(f"{name}={value!r} is not a choice of this space: {choices[name]}")
-        fs, fp, fl = (tuple(sorted((k, v) for k, v in fixed.items() if k in names)) for names in
-                      (S_PARAMS, P_PARAMS, L_PARAMS))  # fmt: skip
+        fl = tuple(sorted((k, v) for k, v in fixed.items() if k in L_PARAMS))
+        names = tuple(nm for nm in (*S_PARAMS, *P_PARAMS) if nm in fixed)
         db = fixed.get("double_buffer")
-        rows = self._per_row(fp, fl, None if db is None else bool(db))[self._mask("s", fs)]
-        best = float(rows.min()) if len(rows) else math.inf
+        least = self._least(fl, None if db is None else bool(db), names)
+        best = float(least[tuple(self._codes[nm][fixed[nm]] for nm in names)])
         return best / self.hw.clock_hz

@@ -7,7 +7,7 @@ allows. `FrontCells` gives each cell a vector no feasible point of the cell beat
 - ``offchip_bytes``: the cell's exact HBM bytes, ``qn["offchip"][s, l]`` of the scorer's tables:
   `rngd.cost.combine` passes it through to every point of the cell, whatever its packet choices.
 - ``latency``: the larger of two admissible bounds. The row's bound `rngd.bounds.TermBound`
-  (least over the allowed packet and lane choices, `TermBound._per_row`), and a bound of the cell
+  (least over the allowed packet and lane choices, `TermBound.per_row`), and a bound of the cell
   itself built like it with the packet terms at their least over the allowed packet choices ``p``
   taken one by one: each stage term is a packet term times a lane term (positive factors), so
   ``min_p a(s, p) * n(s, l)`` is below the term of every point of the cell, and a max or sum of
@@ -116,7 +116,7 @@ class FrontCells:
         sm, lm = self._mask("s", fs), self._mask("l", fl)
         t = self.term.tables
         n_s = len(t.qa["la"]) // t.n_p
-        row = self.term._per_row(fp, fl, dbuf)[sm][:, None]  # the stage-1 row's bound (TermBound)
+        row = self.term.per_row(fp, fl, dbuf)[sm][:, None]  # the stage-1 row's bound (TermBound)
         cols = {
             "latency": np.maximum(row, self._cell_cycles(fp, sm, lm, dbuf)) / self.term.hw.clock_hz,
             "offchip_bytes": np.asarray(t.qn["offchip"], dtype=float).reshape(n_s, t.n_l)[sm][:, lm],
