@@ -78,7 +78,8 @@ class TermBound:
         self._row_choices = tuple(ch["rows"]) if "rows" in L_PARAMS and "rows" in ch else ()
         for stage, names in (("s", S_PARAMS), ("p", P_PARAMS), ("l", L_PARAMS)):
             self._grids[stage] = grid_values(ch, names)
-        self._codes = {nm: {v: i for i, v in enumerate(ch[nm])} for nm in (*S_PARAMS, *P_PARAMS)}
+        #: each choice's code (its index in the parameter's choices), by parameter
+        self.codes = {nm: {v: i for i, v in enumerate(ch[nm])} for nm in (*S_PARAMS, *P_PARAMS, *L_PARAMS)}
 
     def _mask(self, stage: str, fixed: Key) -> np.ndarray:
         g = self._grids[stage]
@@ -186,7 +187,7 @@ class TermBound:
                 self._cells_kept.clear()  # one grid kept: a structure order asks for one (fl, dbuf) at a time
                 self._cells_kept[cells_key] = self._cells(fl, dbuf)
             grid = (*S_PARAMS, *P_PARAMS)
-            shape = tuple(len(self._codes[nm]) for nm in grid)
+            shape = tuple(len(self.codes[nm]) for nm in grid)
             free = tuple(i for i, nm in enumerate(grid) if nm not in names)
             self._rows[key] = self._cells_kept[cells_key].reshape(shape).min(axis=free, initial=np.inf)
         return self._rows[key]
@@ -195,7 +196,7 @@ class TermBound:
         """``bound(s)`` in cycles of every stage-1 row, for these fixed packet, lane and buffering choices."""
         fixed_p = dict(fp)
         least = self._least(fl, dbuf, (*S_PARAMS, *(nm for nm in P_PARAMS if nm in fixed_p)))
-        at: tuple[Any, ...] = (..., *(self._codes[nm][fixed_p[nm]] for nm in P_PARAMS if nm in fixed_p))
+        at: tuple[Any, ...] = (..., *(self.codes[nm][fixed_p[nm]] for nm in P_PARAMS if nm in fixed_p))
         return least[at].reshape(-1)
 
     def __call__(self, fixed: dict[str, Choice]) -> float:
@@ -214,5 +215,5 @@ class TermBound:
         names = tuple(nm for nm in (*S_PARAMS, *P_PARAMS) if nm in fixed)
         db = fixed.get("double_buffer")
         least = self._least(fl, None if db is None else bool(db), names)
-        best = float(least[tuple(self._codes[nm][fixed[nm]] for nm in names)])
+        best = float(least[tuple(self.codes[nm][fixed[nm]] for nm in names)])
         return best / self.hw.clock_hz

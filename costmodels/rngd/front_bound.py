@@ -25,6 +25,7 @@ points of many structures in ``tests/mapper/test_mapper_front_cells.py``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -45,20 +46,26 @@ class FrontCells:
 
     term: TermBound
     _least: dict[Key, dict[str, np.ndarray]] = field(default_factory=dict)
-    _masks: dict[tuple[str, Key], np.ndarray] = field(default_factory=dict)
 
-    def _mask(self, stage: str, fixed: Key) -> np.ndarray:
-        """`TermBound._mask`, kept: a structure's stage-1 choices repeat across the structures."""
-        if (stage, fixed) not in self._masks:
-            self._masks[(stage, fixed)] = self.term._mask(stage, fixed)
-        return self._masks[(stage, fixed)]
+    def _view(self, table: np.ndarray, fs: Key, fl: Key) -> np.ndarray:
+        """The cells of `table` (``[s, l]``, or ``[s, 1]`` for a per-row one) on the stage-1 rows with the fixed
+        choices `fs` and the lanes with `fl`: ``[rows, lanes]`` in grid order, a view (no gather) when one stage-1
+        parameter is free."""
+        term = self.term
+        grid = S_PARAMS if table.shape[-1] == 1 else (*S_PARAMS, *L_PARAMS)
+        fixed = dict(fs) | dict(fl)
+        shape = tuple(len(term.codes[nm]) for nm in grid)
+        at = tuple(term.codes[nm][fixed[nm]] if nm in fixed else slice(None) for nm in grid)
+        cells = table.reshape(shape if table.shape[-1] != 1 else (*shape, 1))[at]
+        rows = math.prod(cells.shape[: sum(nm not in fixed for nm in S_PARAMS)])
+        return cells.reshape(rows, -1)
 
     def _least_packets(self, fp: Key) -> dict[str, np.ndarray]:
         """Each packet term's least value over the allowed packet choices, per stage-1 row: ``[s, 1]``."""
         if fp not in self._least:
             t = self.term.tables
             n_s = len(t.qa["la"]) // t.n_p
-            pm = self._mask("p", fp)
+            pm = self.term._mask("p", fp)
 
             def a(name: str) -> np.ndarray:  # packet terms of the allowed packet choices: [s, p]
                 return np.asarray(t.qa[name], dtype=float).reshape(n_s, t.n_p)[:, pm]
@@ -79,14 +86,13 @@ class FrontCells:
             }
         return self._least[fp]
 
-    def _cell_cycles(self, fp: Key, sm: np.ndarray, lm: np.ndarray, dbuf: bool | None) -> np.ndarray:
-        """Latency bound (cycles) of the cells ``[s, l]`` of rows `sm` and lanes `lm` under the fixed choices."""
+    def _cell_cycles(self, fp: Key, fs: Key, fl: Key, dbuf: bool | None) -> np.ndarray:
+        """Latency bound (cycles) of the cells ``[s, l]`` of the rows with `fs` and the lanes with `fl`."""
         t, hw = self.term.tables, self.term.hw
-        n_s = len(t.qa["la"]) // t.n_p
-        pk = {k: v[sm] for k, v in self._least_packets(fp).items()}
+        pk = {k: self._view(v, fs, fl) for k, v in self._least_packets(fp).items()}
 
         def n(name: str) -> np.ndarray:  # lane terms of the cells: [s, l]
-            return np.asarray(t.qn[name], dtype=float).reshape(n_s, t.n_l)[sm][:, lm]
+            return self._view(t.qn[name], fs, fl)
 
         d = float(t.consts.d_tree)
         tn, tnhn = n("tn"), n("tnhn")
@@ -113,12 +119,10 @@ class FrontCells:
                       (S_PARAMS, P_PARAMS, L_PARAMS))  # fmt: skip
         db = fixed.get("double_buffer")
         dbuf = None if db is None else bool(db)
-        sm, lm = self._mask("s", fs), self._mask("l", fl)
         t = self.term.tables
-        n_s = len(t.qa["la"]) // t.n_p
-        row = self.term.per_row(fp, fl, dbuf)[sm][:, None]  # the stage-1 row's bound (TermBound)
+        row = self._view(self.term.per_row(fp, fl, dbuf)[:, None], fs, ())  # the stage-1 row's bound (TermBound)
         cols = {
-            "latency": np.maximum(row, self._cell_cycles(fp, sm, lm, dbuf)) / self.term.hw.clock_hz,
-            "offchip_bytes": np.asarray(t.qn["offchip"], dtype=float).reshape(n_s, t.n_l)[sm][:, lm],
+            "latency": np.maximum(row, self._cell_cycles(fp, fs, fl, dbuf)) / self.term.hw.clock_hz,
+            "offchip_bytes": self._view(np.asarray(t.qn["offchip"], dtype=float), fs, fl),
         }
         return np.stack([cols[o].ravel() for o in objectives], axis=1)
