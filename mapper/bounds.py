@@ -155,6 +155,20 @@ class FrontCellBounded(Protocol):
 
 
 @runtime_checkable
+class CellOfPoints(Protocol):
+    """Optional, beside `FrontCellBounded`: which of a structure's cells each of its points is in.
+
+    Contract: for the points of a structure (code columns, every point's choices agreeing with
+    `fixed_choices`), the row of `structure_front_cells(problem, fixed_choices, ...)` whose vector
+    bounds that point. None: not known for this structure (its points are then all scored).
+    """
+
+    def structure_cell_of_points(
+        self, problem: Problem, fixed_choices: dict[str, Choice], codes: dict[str, np.ndarray]
+    ) -> np.ndarray | None: ...
+
+
+@runtime_checkable
 class FrontCellBlocks(Protocol):
     """Optional: a target that gives the cells (`FrontCellBounded`) of every structure, a run at a time.
 
@@ -203,6 +217,7 @@ class FrontBounds:
         self._at = objectives.index("latency") if "latency" in objectives else -1
         self._problem = problem
         self._cells = target if cells and isinstance(target, FrontCellBounded) else None
+        self._last: tuple[tuple[tuple[str, Choice], ...], np.ndarray | None] | None = None
 
     @property
     def per_structure(self) -> bool:
@@ -220,8 +235,34 @@ class FrontBounds:
             return True
         if self._cells is None:
             return False
-        cells = self._cells.structure_front_cells(self._problem, dict(fixed), self.objectives)
+        cells = self._cells_of(fixed)
         return cells is not None and bool(dominated_rows(np.maximum(cells, vec), front).all())
+
+    def _cells_of(self, fixed: dict[str, Choice]) -> np.ndarray | None:
+        """The target's cells of the structure, the last structure's kept (`out` then `live_points` ask for it)."""
+        assert self._cells is not None
+        key = tuple(sorted(fixed.items(), key=lambda kv: kv[0]))
+        if self._last is None or self._last[0] != key:
+            self._last = (key, self._cells.structure_front_cells(self._problem, dict(fixed), self.objectives))
+        return self._last[1]
+
+    def live_points(
+        self, fixed: dict[str, Choice], front: np.ndarray | None, codes: dict[str, np.ndarray]
+    ) -> np.ndarray | None:
+        """Which points of the structure (`codes`) lie in a cell `front` does not dominate; None: all of them.
+
+        The others are each dominated by, or have the values of, a point of `front` (their cell's
+        vector bounds them, `FrontCellBounded`), and so of every front that grows from it: scoring
+        them cannot change the search's front. None when the target does not place points in cells.
+        """
+        if front is None or len(front) == 0 or self._cells is None or not isinstance(self._cells, CellOfPoints):
+            return None
+        cells = self._cells_of(fixed)
+        at = self._cells.structure_cell_of_points(self._problem, dict(fixed), codes)
+        if cells is None or at is None:
+            return None
+        live = ~dominated_rows(np.maximum(cells, self(fixed)), front)
+        return live[at]
 
     @property
     def source(self) -> str:

@@ -126,3 +126,11 @@ class FrontCells:
             "offchip_bytes": self._view(np.asarray(t.qn["offchip"], dtype=float), fs, fl),
         }
         return np.stack([cols[o].ravel() for o in objectives], axis=1)
+
+    def cell_of_points(self, fixed: dict[str, Choice], codes: dict[str, np.ndarray]) -> np.ndarray:
+        """Each point's row in `__call__`'s cells: its free stage-1 and lane choices' codes, C order (as `_view`)."""
+        free = [nm for nm in (*S_PARAMS, *L_PARAMS) if nm not in fixed]
+        if not free:
+            return np.zeros(len(next(iter(codes.values()))), dtype=np.intp)
+        sizes = tuple(len(self.term.codes[nm]) for nm in free)
+        return np.ravel_multi_index(tuple(np.asarray(codes[nm], dtype=np.intp) for nm in free), sizes)

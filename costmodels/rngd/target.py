@@ -205,6 +205,19 @@ class RngdTarget(FamilyTarget[Prepared]):
             prep.cells.append(FrontCells(prep.bound[0]))
         return prep.cells[0](fixed_choices, objectives)
 
+    def structure_cell_of_points(
+        self, problem: Problem, fixed_choices: dict[str, Choice], codes: dict[str, np.ndarray]
+    ) -> np.ndarray | None:
+        """Each point's cell in `structure_front_cells` (the structure's points as code columns)."""
+        prep = self.prepared(problem)
+        if prep.space is None or prep.tables is None:
+            return None
+        if not prep.bound:
+            prep.bound.append(TermBound(prep.space, prep.tables, self.hw))
+        if not prep.cells:
+            prep.cells.append(FrontCells(prep.bound[0]))
+        return prep.cells[0].cell_of_points(fixed_choices, codes)
+
     def _score_values(self, problem: Problem, prep: Prepared) -> ScoreFn:
         return lambda cols: self._general(problem, cols)
 

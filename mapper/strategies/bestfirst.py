@@ -405,5 +405,8 @@ class BestFirst(Strategy):
             structures_total=total, inner_points=space.size // max(total, 1), scored=visited,
             pruned_by_bound=pruned, unexplored=unexplored, best=best, best_remaining_bound=remaining, gap_bound=gap,
             bound_source=(fb.source if fb is not None else bounds.source) + f"; visited in ascending bound order "
-            f"(a structure is out when bound x (1 + {RTOL:g}) >= best)",
+            f"(a structure is out when bound x (1 + {RTOL:g}) >= best)" + (
+                f"; of the structures scored, {ev.cells_left_out:,} points in cells the front dominated were left "
+                "out" if ev.cells_left_out else ""
+            ),
         )  # fmt: skip

@@ -83,6 +83,7 @@ class Evaluator:
     duplicates: int = 0
     infeasible: int = 0
     pruned: int = 0  # trials answered by a structure's bound instead of scoring it
+    cells_left_out: int = 0  # several objectives: points of visited structures in cells the front dominated
     skip_seen: bool = False  # prune a trial proposing a covered structure instead of answering it from the memo
     last_duplicate: bool = False  # the last trial proposed a structure already covered
     _pattern: dict[str, np.ndarray] | None = None
@@ -139,7 +140,9 @@ class Evaluator:
         """Score one structure's sub-space outside Optuna (best-first search): the same bookkeeping as a trial."""
         outcome = self._score(fixed)
         self.memo[tuple(fixed[p.name] for p in self.encoding.params)] = outcome
-        if outcome.point is None or outcome.values is None:
+        if outcome.bound is not None:  # every cell dominated by the front (`_score`): pruned, not infeasible
+            self.pruned += 1
+        elif outcome.point is None or outcome.values is None:
             self.infeasible += 1
             for code in sorted({c for c, _ in outcome.violations}):
                 self.violations[code] += 1
@@ -223,6 +226,14 @@ class Evaluator:
 
     def _score(self, fixed: dict[str, Choice]) -> Outcome:
         codes = self._codes(fixed)
+        if self.front_bounds is not None:  # several objectives: only the points of cells the front leaves open
+            live = self.front_bounds.live_points(fixed, self.front_values, codes)
+            if live is not None and not live.all():
+                if not live.any():  # (the structure's bound is dominated: pruned, not infeasible)
+                    vec = self.front_bounds(fixed)
+                    return Outcome(None, None, bound=float(vec[0]), bound_values=tuple(float(x) for x in vec))
+                codes = {k: np.asarray(v)[live] for k, v in codes.items()}
+                self.cells_left_out += int(live.size - live.sum())
         score = self.target.score_codes(self.problem, codes)
         feas = np.asarray(score.feasible, dtype=bool)
         self.scored += feas.size

@@ -45,8 +45,12 @@ def test_every_feasible_point_is_no_better_than_a_cell_of_its_structure(name: st
         points = np.stack([np.asarray(score.objectives[o], dtype=float)[feas] for o in OBJECTIVES], axis=1)
         cells = t.structure_front_cells(p, fixed, OBJECTIVES)  # type: ignore[attr-defined]
         assert cells is not None and cells.shape[1] == 2
-        # each point has a cell no worse on both objectives (the cells as the "front" of the test)
+        # each point has a cell no worse on both objectives (the cells as the "front" of the test) ...
         assert dominated_rows(points, cells).all(), fixed
+        # ... and it is the point's own cell (`structure_cell_of_points`), which live-cell scoring relies on
+        at = t.structure_cell_of_points(p, fixed, codes)  # type: ignore[attr-defined]
+        assert at.shape == feas.shape and (at >= 0).all() and (at < len(cells)).all()
+        assert (points >= cells[at[feas]] * (1 - 1e-12)).all(), fixed
         checked += len(points)
     assert checked > 1000
 
@@ -68,6 +72,9 @@ def test_bestfirst_with_cells_gives_the_enumerated_front_and_prunes_structures(n
     assert [q.values for q in r.pareto] == [q.values for q in full.pareto]  # exact, no duplicate value
     assert r.certificate is not None and r.certificate.pruned_by_bound > 0
     assert r.certificate.scored + r.certificate.pruned_by_bound == r.certificate.structures_total
+    # of the structures scored, the points of cells the front dominated were not scored
+    assert r.counts.points_scored < r.certificate.scored * r.certificate.inner_points
+    assert "left out" in r.certificate.bound_source
 
 
 def test_cells_prune_what_the_single_vector_cannot() -> None:
@@ -88,3 +95,24 @@ def test_cells_prune_what_the_single_vector_cannot() -> None:
     out_cells = sum(with_cells.out(f, front) for f in keys)
     out_single = sum(single.out(f, front) for f in keys)
     assert out_cells > out_single
+
+
+def test_a_visited_structure_whose_cells_are_all_dominated_counts_as_pruned_not_infeasible() -> None:
+    p = PROBLEMS["gemm"]
+    t = get_target("rngd")
+    space = t.space(p)
+    structural, inner = split_params(space, 65536)
+    fb = FrontBounds(t, p, OBJECTIVES)
+    ev = Evaluator(t, p, space, OBJECTIVES, Encoding.of(structural), tuple(q.name for q in inner), front_bounds=fb)
+    fixed = {q.name: q.choices[0] for q in structural}
+    ev.front_values = np.array([[1e-12, 1.0]])  # dominates every feasible point
+    outcome = ev.visit(fixed)
+    assert outcome.bound is not None and outcome.point is None
+    assert (ev.pruned, ev.infeasible, ev.scored) == (1, 0, 0)
+    ev.front_values = np.array([[1e9, 1e18]])  # dominates no feasible cell: their every point scored
+    fixed2 = {q.name: q.choices[-1] for q in structural}
+    codes = ev._codes(fixed2)
+    cells = t.structure_front_cells(p, fixed2, OBJECTIVES)  # type: ignore[attr-defined]
+    at = t.structure_cell_of_points(p, fixed2, codes)  # type: ignore[attr-defined]
+    in_feasible_cells = int(np.isfinite(cells[at, 0]).sum())
+    assert ev.visit(fixed2).bound is None and 0 < ev.scored == in_feasible_cells < len(at)
