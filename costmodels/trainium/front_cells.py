@@ -23,8 +23,9 @@ from collections.abc import Iterator
 import numpy as np
 
 from costmodels.protocol import Choice, SearchSpace
-from costmodels.trainium.bounds import FLOAT_MARGIN, TILE_PARAMS, ProblemConsts_of, split_cells
+from costmodels.trainium.bounds import FLOAT_MARGIN, TILE_PARAMS, ProblemConsts_of, core_splits, role_tiles, split_cells
 from costmodels.trainium.hardware import TrainiumHardware
+from costmodels.trainium.nest import roles_of, shard_cores, split_role
 from workload.problem import Problem
 
 #: the objectives the cells bound
@@ -97,3 +98,33 @@ def cell_blocks(
     # cell leaves live stops after the first blocks (`mapper.bounds.live_structures`)
     runs = [one(at) for at in range(len(choices["stationary"]))]
     return (block for step in itertools.zip_longest(*runs) for block in step if block is not None)
+
+
+def cell_of_points(
+    problem: Problem, space: SearchSpace, fixed: dict[str, Choice], codes: dict[str, np.ndarray]
+) -> np.ndarray | None:
+    """Each point's row in `structure_cells` of the structure `fixed` (its points as code columns).
+
+    A point's cell is its own core split: ``c_r`` the product of role r's chip factors
+    (`nest.split_role` with the cores `nest.shard_cores` gives r), fixed by the structure's tiles and
+    the point's (cores, shard) choices alone; its row is the split's place in `bounds.core_splits`
+    order, as `split_cells` yields them. None when the structure leaves a tile choice free.
+    """
+    if any(n not in fixed for n in TILE_PARAMS):
+        return None
+    choices = {p.name: p.choices for p in space.params}
+    roles = roles_of(problem, str(fixed["stationary"]))
+    sizes = {r: [problem.axes[a] for a in roles.axes[r]] for r in "bsm"}
+    caps = {"b": 1, "s": int(fixed["tile_stat"]), "m": int(fixed["tile_mov"])}
+    _, ns = role_tiles(sizes["s"], (caps["s"],))
+    _, nm = role_tiles(sizes["m"], (caps["m"],))
+    splits = core_splits(max(int(c) for c in choices["cores"]), math.prod(sizes["b"]), int(ns[0]), int(nm[0]))
+    row = {split: i for i, split in enumerate(splits)}
+    table = np.empty((len(choices["cores"]), len(choices["shard"])), dtype=np.intp)
+    for (i, cores), (j, shard) in itertools.product(enumerate(choices["cores"]), enumerate(choices["shard"])):
+        got = shard_cores(str(shard), int(cores))
+        split = tuple(math.prod(split_role(sizes[r], caps[r], got.get(r, 1), 1).chip) for r in "bsm")
+        if split not in row:  # (cannot happen: a point's split is one of `core_splits`)
+            return None
+        table[i, j] = row[split]
+    return table[np.asarray(codes["cores"], dtype=np.intp), np.asarray(codes["shard"], dtype=np.intp)]

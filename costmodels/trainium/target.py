@@ -45,7 +45,7 @@ from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Para
 from costmodels.trainium.bounds import TILE_PARAMS, EngineBound, tile_bounds
 from costmodels.trainium.cost import Evaluation, ProblemConsts, Quantities, evaluate, lower_bound_cycles
 from costmodels.trainium.energy import operand_bytes, stall_stack
-from costmodels.trainium.front_cells import cell_blocks, structure_cells
+from costmodels.trainium.front_cells import cell_blocks, cell_of_points, structure_cells
 from costmodels.trainium.hardware import ENERGY_LEVELS, TrainiumHardware
 from costmodels.trainium.mapping import KNOBS, build_mapping, mapping_quantities, structure_errors
 from costmodels.trainium.nest import Roles
@@ -186,6 +186,15 @@ class TrainiumTarget(FamilyTarget[Prepared]):
         if prep.reasons:
             return None
         return structure_cells(problem, self.hardware, prep.space, self._run_consts(problem), fixed_choices, objectives)
+
+    def structure_cell_of_points(
+        self, problem: Problem, fixed_choices: dict[str, Choice], codes: dict[str, np.ndarray]
+    ) -> np.ndarray | None:
+        """Each point's cell in `structure_front_cells`: its own core split (`trainium.front_cells.cell_of_points`)."""
+        prep = self.prepared(problem)
+        if prep.reasons:
+            return None
+        return cell_of_points(problem, prep.space, fixed_choices, codes)
 
     def structure_front_cell_blocks(
         self, problem: Problem, names: tuple[str, ...], objectives: tuple[str, ...]

@@ -71,6 +71,31 @@ def test_every_feasible_point_is_no_better_than_one_of_its_structures_cells(seed
     assert checked > 0
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_every_feasible_point_is_no_better_than_its_own_cell(seed: int) -> None:
+    """`structure_cell_of_points` names the cell (core split) whose vector bounds each point: live-cell scoring
+    leaves out the points of dominated cells on that word."""
+    rng = random.Random(100 + seed)
+    p, t = _random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]))
+    space = t.space(p)
+    total = int(np.prod([len(q.choices) for q in space.params[:4]]))
+    checked, cells_hit = 0, set()
+    for flat in sorted({rng.randrange(total) for _ in range(12)}):
+        fixed = _fixed(t, p, flat)
+        codes = structure_codes(space, flat)
+        cells = t.structure_front_cells(p, fixed, OBJECTIVES)
+        at = t.structure_cell_of_points(p, fixed, codes)
+        assert cells is not None and at is not None and at.shape == (len(codes["cores"]),)
+        s = t.score_codes(p, codes)
+        feas = np.asarray(s.feasible)
+        pts = np.stack([np.asarray(s.objectives[o], dtype=np.float64) for o in OBJECTIVES], axis=1)[feas]
+        own = cells[at[feas]]
+        assert (own <= pts * (1 + RTOL)).all(), (p.label, t.name, flat)
+        checked += len(pts)
+        cells_hit |= {(flat, int(c)) for c in at[feas]}
+    assert checked > 0 and len(cells_hit) > 12  # points of several cells per structure, not one
+
+
 def test_the_cells_of_every_structure_are_the_cells_of_each_alone() -> None:
     p = einsum("mk,kn->mn", {"m": 70, "k": 130, "n": 90}, dtype="bf16", weight=1)
     t = every_tile_target("trn2")
