@@ -258,11 +258,15 @@ class FrontBounds:
         if front is None or len(front) == 0 or self._cells is None or not isinstance(self._cells, CellOfPoints):
             return None
         cells = self._cells_of(fixed)
-        at = self._cells.structure_cell_of_points(self._problem, dict(fixed), codes)
-        if cells is None or at is None:
+        if cells is None:
             return None
         live = ~dominated_rows(np.maximum(cells, self(fixed)), front)
-        return live[at]
+        if live.all():
+            return None
+        if not live.any():  # (no point's cell needed)
+            return np.zeros(len(next(iter(codes.values()))), dtype=bool)
+        at = self._cells.structure_cell_of_points(self._problem, dict(fixed), codes)
+        return None if at is None else live[at]
 
     @property
     def source(self) -> str:

@@ -27,6 +27,7 @@ of random problems.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from costmodels.energy import pricer
 from costmodels.protocol import Choice, SearchSpace
 from costmodels.trainium.cost import ProblemConsts
 from costmodels.trainium.hardware import ENERGY_LEVELS, TrainiumHardware
-from costmodels.trainium.nest import Roles, roles_of, split_inner
+from costmodels.trainium.nest import Roles, roles_of, shard_cores, split_inner, split_role
 from costmodels.trainium.scoring import LAYOUT
 from workload.problem import Problem
 
@@ -99,6 +100,39 @@ def core_splits(cores: int, batch: int, most_s: int, most_m: int) -> list[tuple[
         for cs in range(1, min(cores // cb, most_s) + 1)
         for cm in range(1, min(cores // (cb * cs), most_m) + 1)
     ]
+
+
+def point_split(
+    sizes: dict[str, list[int]], tile_stat: int, tile_mov: int, cores: int, shard: str
+) -> tuple[int, int, int]:
+    """``(c_b, c_s, c_m)`` of a point: each role's product of chip factors (`nest.split_role`, with the cores
+    `nest.shard_cores` gives the role), fixed by the point's tile caps and its (cores, shard) choices."""
+    got = shard_cores(shard, cores)
+    caps = {"b": 1, "s": tile_stat, "m": tile_mov}
+    cb, cs, cm = (math.prod(split_role(sizes[r], caps[r], got.get(r, 1), 1).chip) for r in "bsm")
+    return cb, cs, cm
+
+
+def reachable_splits(
+    sizes: dict[str, list[int]], choices: dict[str, tuple[Choice, ...]]
+) -> dict[tuple[int, int, int], np.ndarray]:
+    """Which (tile_stat, tile_mov) choices some (cores, shard) choice gives each split: bool ``[stat, mov]``.
+
+    A split no point reaches with those tiles is a cell without points (`split_cells` makes it ``inf``).
+    """
+    stat, mov = choices["tile_stat"], choices["tile_mov"]
+    out: dict[tuple[int, int, int], np.ndarray] = {}
+    for cores in {int(c) for c in choices["cores"]}:
+        for shard in {str(x) for x in choices["shard"]}:
+            got = shard_cores(shard, cores)
+            cb = math.prod(split_role(sizes["b"], 1, got.get("b", 1), 1).chip)
+            cs = np.asarray([math.prod(split_role(sizes["s"], int(t), got.get("s", 1), 1).chip) for t in stat])
+            cm = np.asarray([math.prod(split_role(sizes["m"], int(t), got.get("m", 1), 1).chip) for t in mov])
+            for a, b in itertools.product(np.unique(cs), np.unique(cm)):
+                key = (cb, int(a), int(b))
+                hit = (cs == a)[:, None] & (cm == b)[None, :]
+                out[key] = out[key] | hit if key in out else hit
+    return out
 
 
 def tile_bounds(problem: Problem, hw: TrainiumHardware, space: SearchSpace, consts: ProblemConsts_of) -> np.ndarray:
@@ -188,13 +222,14 @@ def split_cells(
     consts: ProblemConsts_of,
     *,
     offchip: bool = True,
+    energy: bool = True,
 ) -> Iterator[tuple[int, np.ndarray, dict[str, np.ndarray] | None]]:
     """Latency cycles, off-chip bytes and energy no point beats, per tile structure, one core split at a time.
 
     Yields ``(stationary index, latency, floors)`` per ``(stationary, (c_b, c_s, c_m))``: arrays over
     the (tile_stat, tile_mov, tile_k) choices of `choices` (C order), ``inf`` where the split cannot
     occur with those tiles (more cores on a role than it has tiles); ``floors`` (None unless
-    `offchip`) holds the ``offchip_bytes`` and ``energy`` (pJ) floors.
+    `offchip`) holds the ``offchip_bytes`` and (unless not `energy`) ``energy`` (pJ) floors.
 
     A feasible point of a structure splits its cores as one of these splits (`tile_bounds`), so its
     latency, off-chip bytes and energy are each at least that split's entries (before float rounding:
@@ -233,6 +268,8 @@ def split_cells(
         es, ns = es[:, None, None], ns[:, None, None]
         em, nm = em[None, :, None], nm[None, :, None]
         ek, nk = ek[None, None, :], nk[None, None, :]
+        reach = reachable_splits(sizes, choices)
+        no_point = np.zeros((len(choices["tile_stat"]), len(choices["tile_mov"])), dtype=bool)
         ii = np.maximum(np.minimum(hw.matmul_floor_cycles, es), em) * (hw.fp32_cost_factor if c.fp32 else 1.0)
         fill = ek * (es * c.s_stat + em * c.s_mov) / hw.core_dma_bytes_per_s * f
         for cb, cs, cm in core_splits(cores, batch, int(ns.max()), int(nm.max())):
@@ -252,17 +289,19 @@ def split_cells(
                 cases = [(core_stat, core_mov)]
             chip, dma = refetch_floors(hw, c, used, cases, core_out)
             bound = np.maximum(fill + np.maximum(te, evict), dma)
-            # a split with more cores on s (or m) than the role has tiles cannot occur for those tiles
-            can = (ns >= cs) & (nm >= cm)
+            # a split no (cores, shard) choice gives with those tiles has no point (nor one with more cores on
+            # s or m than the role has tiles)
+            can = (ns >= cs) & (nm >= cm) & reach.get((cb, cs, cm), no_point)[:, :, None]
             latency = np.where(can, bound, np.inf)
             if not offchip:
                 yield at, latency, None
                 continue
-            # `cost.onchip_bytes`: SBUF at least the instructions' operand reads, the evictions and the HBM
-            # bytes landed; PSUM at least each instruction's result and one eviction per output tile
-            n_inst = n_out * nk
-            sbuf = (n_inst * ek * (es * c.s_stat + em * c.s_mov) + n_out * es * em * 4) * used + chip
-            psum = (n_inst + n_out) * es * em * 4.0 * used
-            energy = energy_of.total({"hbm": chip, "sbuf": sbuf, "psum": psum})
-            floors = {"offchip_bytes": chip, "energy": energy}
+            floors = {"offchip_bytes": chip}
+            if energy:
+                # `cost.onchip_bytes`: SBUF at least the instructions' operand reads, the evictions and the HBM
+                # bytes landed; PSUM at least each instruction's result and one eviction per output tile
+                n_inst = n_out * nk
+                sbuf = (n_inst * ek * (es * c.s_stat + em * c.s_mov) + n_out * es * em * 4) * used + chip
+                psum = (n_inst + n_out) * es * em * 4.0 * used
+                floors["energy"] = energy_of.total({"hbm": chip, "sbuf": sbuf, "psum": psum})
             yield at, latency, {k: np.where(can, np.broadcast_to(v, bound.shape), np.inf) for k, v in floors.items()}

@@ -23,9 +23,17 @@ from collections.abc import Iterator
 import numpy as np
 
 from costmodels.protocol import Choice, SearchSpace
-from costmodels.trainium.bounds import FLOAT_MARGIN, TILE_PARAMS, ProblemConsts_of, core_splits, role_tiles, split_cells
+from costmodels.trainium.bounds import (
+    FLOAT_MARGIN,
+    TILE_PARAMS,
+    ProblemConsts_of,
+    core_splits,
+    point_split,
+    role_tiles,
+    split_cells,
+)
 from costmodels.trainium.hardware import TrainiumHardware
-from costmodels.trainium.nest import roles_of, shard_cores, split_role
+from costmodels.trainium.nest import roles_of
 from workload.problem import Problem
 
 #: the objectives the cells bound
@@ -61,7 +69,7 @@ def structure_cells(
     narrowed = {**choices, **{n: (fixed[n],) for n in TILE_PARAMS if n in fixed}}
     rows = [
         _rows(hw, lat, floors, objectives)
-        for _, lat, floors in split_cells(problem, hw, narrowed, consts)
+        for _, lat, floors in split_cells(problem, hw, narrowed, consts, energy="energy" in objectives)
         if floors is not None
     ]
     if not rows:  # no split can occur: no feasible point
@@ -90,7 +98,8 @@ def cell_blocks(
     per_stat = math.prod(len(choices[n]) for n in TILE_PARAMS[1:])
 
     def one(at: int) -> Iterator[tuple[int, np.ndarray]]:
-        for _, lat, floors in split_cells(problem, hw, {**choices, "stationary": (choices["stationary"][at],)}, consts):
+        one_stat = {**choices, "stationary": (choices["stationary"][at],)}
+        for _, lat, floors in split_cells(problem, hw, one_stat, consts, energy="energy" in objectives):
             assert floors is not None
             yield at * per_stat, _rows(hw, lat, floors, objectives)
 
@@ -115,15 +124,14 @@ def cell_of_points(
     choices = {p.name: p.choices for p in space.params}
     roles = roles_of(problem, str(fixed["stationary"]))
     sizes = {r: [problem.axes[a] for a in roles.axes[r]] for r in "bsm"}
-    caps = {"b": 1, "s": int(fixed["tile_stat"]), "m": int(fixed["tile_mov"])}
-    _, ns = role_tiles(sizes["s"], (caps["s"],))
-    _, nm = role_tiles(sizes["m"], (caps["m"],))
+    ts, tm = int(fixed["tile_stat"]), int(fixed["tile_mov"])
+    _, ns = role_tiles(sizes["s"], (ts,))
+    _, nm = role_tiles(sizes["m"], (tm,))
     splits = core_splits(max(int(c) for c in choices["cores"]), math.prod(sizes["b"]), int(ns[0]), int(nm[0]))
     row = {split: i for i, split in enumerate(splits)}
     table = np.empty((len(choices["cores"]), len(choices["shard"])), dtype=np.intp)
     for (i, cores), (j, shard) in itertools.product(enumerate(choices["cores"]), enumerate(choices["shard"])):
-        got = shard_cores(str(shard), int(cores))
-        split = tuple(math.prod(split_role(sizes[r], caps[r], got.get(r, 1), 1).chip) for r in "bsm")
+        split = point_split(sizes, ts, tm, int(cores), str(shard))
         if split not in row:  # (cannot happen: a point's split is one of `core_splits`)
             return None
         table[i, j] = row[split]

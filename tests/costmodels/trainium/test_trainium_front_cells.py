@@ -174,3 +174,43 @@ def test_every_loop_order_fetches_one_operand_again_when_both_roles_have_several
         assert both.all(), [o for o, b in zip(orders, both, strict=True) if not b]
     # with one role unblocked an order keeps both operands: the floor then has no second fetch
     assert not (eff["m_in_stat"][:, 0, 1, 0] | eff["s_in_mov"][:, 0, 1, 0]).all()
+
+
+def test_a_split_no_cores_and_shard_choice_reaches_is_a_cell_without_points() -> None:
+    """`bounds.reachable_splits` is `bounds.point_split` over every choice; a split it does not reach is inf."""
+    from costmodels.trainium.bounds import core_splits, point_split, reachable_splits, role_tiles
+    from costmodels.trainium.nest import roles_of
+
+    p = einsum("bmk,bkn->bmn", {"b": 3, "m": 70, "k": 130, "n": 300}, dtype="bf16")
+    t = every_tile_target("trn2")
+    space = t.space(p)
+    ch = {q.name: q.choices for q in space.params}
+    st = ch["stationary"][0]
+    roles = roles_of(p, str(st))
+    sizes = {r: [p.axes[a] for a in roles.axes[r]] for r in "bsm"}
+    reach = reachable_splits(sizes, ch)
+    stat, mov = ch["tile_stat"][::7], ch["tile_mov"][::11]  # a sample of the tile choices
+    for i, ts in enumerate(ch["tile_stat"]):
+        if ts not in stat:
+            continue
+        for j, tm in enumerate(ch["tile_mov"]):
+            if tm not in mov:
+                continue
+            got = {point_split(sizes, int(ts), int(tm), int(c), str(s)) for c in ch["cores"] for s in ch["shard"]}
+            assert {k for k, v in reach.items() if v[i, j]} == got
+    # the cells of one structure: finite only for the splits its points reach
+    fixed = {
+        "stationary": st,
+        "tile_stat": ch["tile_stat"][-1],
+        "tile_mov": ch["tile_mov"][-1],
+        "tile_k": ch["tile_k"][0],
+    }
+    cells = t.structure_front_cells(p, fixed, OBJECTIVES)
+    _, ns = role_tiles(sizes["s"], (fixed["tile_stat"],))
+    _, nm = role_tiles(sizes["m"], (fixed["tile_mov"],))
+    splits = core_splits(max(ch["cores"]), 3, int(ns[0]), int(nm[0]))
+    reached = {point_split(sizes, int(fixed["tile_stat"]), int(fixed["tile_mov"]), int(c), str(s))
+               for c in ch["cores"] for s in ch["shard"]}  # fmt: skip
+    assert cells is not None and len(cells) == len(splits) > len(reached)
+    for split, row in zip(splits, cells, strict=True):
+        assert np.isfinite(row[0]) == (split in reached), split
