@@ -147,7 +147,9 @@ def tile_bounds(problem: Problem, hw: TrainiumHardware, space: SearchSpace, cons
 
     - cores: a feasible point splits the cores as ``chip_b chip_s chip_m <= C`` (``chip_k = 1``,
       ``k-sharding``; a chip factor is at most the role's tile count, `nest.split_outer`); the bound
-      is the least over every such split ``(c_b, c_s, c_m)`` (`core_splits`) of the terms below;
+      is the least over every such split ``(c_b, c_s, c_m)`` (`core_splits`) that some (cores,
+      shard) choice gives with the structure's tiles (`reachable_splits`, `point_split`) of the
+      terms below;
     - tensor engine: per core ``n_inst = n_out x bk x hk`` with ``n_out = bs hs bm hm bb hb``.
       Per axis, ``sbuf x hbm >= ceil(count / chip)`` (`nest.split_role`), so a role's per-core
       tiles are ``>= ceil(T_r / c_r)`` (an integer above the ratio: ``B`` for the batch points):
@@ -228,7 +230,7 @@ def split_cells(
 
     Yields ``(stationary index, latency, floors)`` per ``(stationary, (c_b, c_s, c_m))``: arrays over
     the (tile_stat, tile_mov, tile_k) choices of `choices` (C order), ``inf`` where the split cannot
-    occur with those tiles (more cores on a role than it has tiles); ``floors`` (None unless
+    occur with those tiles (no (cores, shard) choice gives it, `reachable_splits`); ``floors`` (None unless
     `offchip`) holds the ``offchip_bytes`` and (unless not `energy`) ``energy`` (pJ) floors.
 
     A feasible point of a structure splits its cores as one of these splits (`tile_bounds`), so its
