@@ -49,13 +49,12 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from costmodels.dominance import RTOL, dominated_rows
 from costmodels.protocol import Choice, Param, SearchSpace, Target
 from costmodels.structure_bound import StructureBounded
 from mapper.result import Certificate
 from workload.problem import Problem
 
-#: relative tolerance of a bound test (float rounding between the scorer and the roofline)
-RTOL = 1e-9
 #: remaining structures a target's hook bounds one by one when a search ends (the rest keep the generic bound)
 SWEEP_LIMIT = 1 << 16
 
@@ -176,11 +175,13 @@ class FrontCellBlocks(Protocol):
     ``(first, rows)`` holds, for structures ``first .. first + len(rows) - 1``, one cell's bound
     vector each (rows x objectives, in the order of `objectives`), and every feasible point of a
     structure is, on every objective, no better than the row of at least one of its cells (a row
-    with ``inf``: a cell the structure does not have). None: no cells for these names or objectives.
+    with ``inf``: a cell the structure does not have) or, when `front` is given, dominated by (or
+    equal to) a point of `front` (within `RTOL`): the target may leave out the rows of cells the
+    front dominates. None: no cells for these names or objectives.
     """
 
     def structure_front_cell_blocks(
-        self, problem: Problem, names: tuple[str, ...], objectives: tuple[str, ...]
+        self, problem: Problem, names: tuple[str, ...], objectives: tuple[str, ...], front: np.ndarray | None = None
     ) -> Iterator[tuple[int, np.ndarray]] | None: ...
 
 
@@ -295,25 +296,6 @@ class FrontBounds:
     def dominated(bound: np.ndarray, front: np.ndarray | None) -> bool:
         """True when a row of `front` (points x objectives) is no worse than `bound` everywhere (beyond `RTOL`)."""
         return front is not None and len(front) > 0 and bool(np.any(np.all(front <= bound * (1 + RTOL), axis=1)))
-
-
-def dominated_rows(rows: np.ndarray, front: np.ndarray) -> np.ndarray:
-    """Which `rows` (n x objectives) a row of `front` is no worse than everywhere (beyond `RTOL`).
-
-    A row with a non-finite first entry has no feasible point (an infeasible cell): counted as
-    dominated. Two objectives: the front sorted by the first, a running minimum of the second, one
-    binary search per row; more: a comparison with every front point.
-    """
-    out = ~np.isfinite(rows[:, 0])
-    lim = rows * (1 + RTOL)
-    if front.shape[1] == 2:
-        order = np.argsort(front[:, 0], kind="stable")
-        first, least_second = front[order, 0], np.minimum.accumulate(front[order, 1])
-        at = np.searchsorted(first, lim[:, 0], side="right")  # front points no worse on the first objective
-        ok = at > 0
-        out[ok] |= least_second[at[ok] - 1] <= lim[ok, 1]
-        return out
-    return out | np.all(front[None, :, :] <= lim[:, None, :], axis=2).any(axis=1)
 
 
 def space_text(space: SearchSpace) -> str:

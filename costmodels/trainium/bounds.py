@@ -180,7 +180,7 @@ def tile_bounds(problem: Problem, hw: TrainiumHardware, space: SearchSpace, cons
     choices = {p.name: p.choices for p in space.params}
     shape = tuple(len(choices[n]) for n in TILE_PARAMS[1:])
     out = [np.full(shape, np.inf) for _ in choices["stationary"]]
-    for at, latency, _ in split_cells(problem, hw, choices, consts, offchip=False):
+    for at, _, latency, _ in split_cells(problem, hw, choices, consts, offchip=False):
         np.minimum(out[at], latency, out=out[at])
     # the same quantities rounded in another order: a 1e-12 margin keeps the bound below the priced latency
     return np.stack(out) * (1 - FLOAT_MARGIN)
@@ -225,10 +225,13 @@ def split_cells(
     *,
     offchip: bool = True,
     energy: bool = True,
-) -> Iterator[tuple[int, np.ndarray, dict[str, np.ndarray] | None]]:
+    k_least: bool = False,
+    only: tuple[int, int, int] | None = None,
+) -> Iterator[tuple[int, tuple[int, int, int], np.ndarray, dict[str, np.ndarray] | None]]:
     """Latency cycles, off-chip bytes and energy no point beats, per tile structure, one core split at a time.
 
-    Yields ``(stationary index, latency, floors)`` per ``(stationary, (c_b, c_s, c_m))``: arrays over
+    Yields ``(stationary index, split, latency, floors)`` per ``(stationary, split (c_b, c_s, c_m))``
+    (`only`: that split alone): arrays over
     the (tile_stat, tile_mov, tile_k) choices of `choices` (C order), ``inf`` where the split cannot
     occur with those tiles (no (cores, shard) choice gives it, `reachable_splits`); ``floors`` (None unless
     `offchip`) holds the ``offchip_bytes`` and (unless not `energy`) ``energy`` (pJ) floors.
@@ -250,6 +253,10 @@ def split_cells(
       floor and the on-chip floors of `cost.onchip_bytes`, with at least ``n_out`` output tiles and
       ``n_out x T_k`` instructions per core on at least ``c_b c_s c_m`` cores.
 
+    `k_least`: the arrays' tile_k axis is one entry below every tile_k choice's: each term grows with
+    a k tile's elements ``e_k``, its count ``n_k`` and their product (the padded K), so each taken at
+    its least over the choices bounds every choice (the bound of a run of structures, `cell_blocks`).
+
     A split is a *cell* of the structure for several objectives (`mapper.bounds.FrontCellBounded`):
     few cores move few bytes slowly, many cores are fast and duplicate operands, and the one vector
     of the least latency beside the least bytes bounds neither.
@@ -267,20 +274,23 @@ def split_cells(
         es, ns = role_tiles(sizes["s"], choices["tile_stat"])
         em, nm = role_tiles(sizes["m"], choices["tile_mov"])
         ek, nk = role_tiles(sizes["k"], choices["tile_k"])
+        nkek = nk * ek  # the padded K
+        if k_least:
+            ek, nk, nkek = ek.min(keepdims=True), nk.min(keepdims=True), nkek.min(keepdims=True)
         es, ns = es[:, None, None], ns[:, None, None]
         em, nm = em[None, :, None], nm[None, :, None]
-        ek, nk = ek[None, None, :], nk[None, None, :]
+        ek, nk, nkek = ek[None, None, :], nk[None, None, :], nkek[None, None, :]
         reach = reachable_splits(sizes, choices)
         no_point = np.zeros((len(choices["tile_stat"]), len(choices["tile_mov"])), dtype=bool)
         ii = np.maximum(np.minimum(hw.matmul_floor_cycles, es), em) * (hw.fp32_cost_factor if c.fp32 else 1.0)
         fill = ek * (es * c.s_stat + em * c.s_mov) / hw.core_dma_bytes_per_s * f
-        for cb, cs, cm in core_splits(cores, batch, int(ns.max()), int(nm.max())):
+        for cb, cs, cm in [only] if only is not None else core_splits(cores, batch, int(ns.max()), int(nm.max())):
             n_out = math.ceil(batch / cb) * np.ceil(ns / cs) * np.ceil(nm / cm)
             te = n_out * nk * ii
             evict = n_out * (em + hw.access_overhead_cycles) * ve
             per_b = math.ceil(batch / cb)
-            core_stat = per_b * np.ceil(ns / cs) * es * nk * ek * c.s_stat
-            core_mov = per_b * np.ceil(nm / cm) * em * nk * ek * c.s_mov
+            core_stat = per_b * np.ceil(ns / cs) * es * nkek * c.s_stat
+            core_mov = per_b * np.ceil(nm / cm) * em * nkek * c.s_mov
             core_out = n_out * es * em * c.s_out
             used = cb * cs * cm
             if offchip:  # the cells: at least one operand fetched again per block of the other (block caps)
@@ -296,14 +306,15 @@ def split_cells(
             can = (ns >= cs) & (nm >= cm) & reach.get((cb, cs, cm), no_point)[:, :, None]
             latency = np.where(can, bound, np.inf)
             if not offchip:
-                yield at, latency, None
+                yield at, (cb, cs, cm), latency, None
                 continue
             floors = {"offchip_bytes": chip}
             if energy:
                 # `cost.onchip_bytes`: SBUF at least the instructions' operand reads, the evictions and the HBM
                 # bytes landed; PSUM at least each instruction's result and one eviction per output tile
                 n_inst = n_out * nk
-                sbuf = (n_inst * ek * (es * c.s_stat + em * c.s_mov) + n_out * es * em * 4) * used + chip
+                sbuf = (n_out * nkek * (es * c.s_stat + em * c.s_mov) + n_out * es * em * 4) * used + chip
                 psum = (n_inst + n_out) * es * em * 4.0 * used
                 floors["energy"] = energy_of.total({"hbm": chip, "sbuf": sbuf, "psum": psum})
-            yield at, latency, {k: np.where(can, np.broadcast_to(v, bound.shape), np.inf) for k, v in floors.items()}
+            floors = {k: np.where(can, np.broadcast_to(v, bound.shape), np.inf) for k, v in floors.items()}
+            yield at, (cb, cs, cm), latency, floors

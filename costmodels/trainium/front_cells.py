@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from costmodels.dominance import dominated_rows
 from costmodels.protocol import Choice, SearchSpace
 from costmodels.trainium.bounds import (
     FLOAT_MARGIN,
@@ -69,7 +70,7 @@ def structure_cells(
     narrowed = {**choices, **{n: (fixed[n],) for n in TILE_PARAMS if n in fixed}}
     rows = [
         _rows(hw, lat, floors, objectives)
-        for _, lat, floors in split_cells(problem, hw, narrowed, consts, energy="energy" in objectives)
+        for _, _, lat, floors in split_cells(problem, hw, narrowed, consts, energy="energy" in objectives)
         if floors is not None
     ]
     if not rows:  # no split can occur: no feasible point
@@ -84,6 +85,7 @@ def cell_blocks(
     consts: ProblemConsts_of,
     names: tuple[str, ...],
     objectives: tuple[str, ...],
+    front: np.ndarray | None = None,
 ) -> Iterator[tuple[int, np.ndarray]] | None:
     """``(first structure, rows)`` per (stationary choice, core split): the cells of a run of structures.
 
@@ -91,17 +93,39 @@ def cell_blocks(
     order (else None, as for objectives without cells); ``rows`` (n x objectives) are the cells of
     structures ``first .. first + n - 1`` for one split, ``inf`` where the split cannot occur. The
     stationary choices take turns, split by split in `bounds.core_splits` order (one core first).
+
+    With `front` (points x objectives), a split is first bounded per (tile_stat, tile_mov) over every
+    tile_k choice at once (`split_cells`' ``k_least``), and only the tile_stat choices with a group
+    the front does not dominate are priced tile by tile, one run per tile_stat choice: the structures
+    of a group the front dominates there have every point of that split dominated, so their rows are
+    left out (`mapper.bounds.FrontCellBlocks`).
     """
     if names != TILE_PARAMS or not objectives or not set(objectives) <= set(CELL_OBJECTIVES):
         return None
     choices = {p.name: p.choices for p in space.params}
     per_stat = math.prod(len(choices[n]) for n in TILE_PARAMS[1:])
+    per_tile_stat = per_stat // len(choices["tile_stat"])
+    energy = "energy" in objectives
 
     def one(at: int) -> Iterator[tuple[int, np.ndarray]]:
         one_stat = {**choices, "stationary": (choices["stationary"][at],)}
-        for _, lat, floors in split_cells(problem, hw, one_stat, consts, energy="energy" in objectives):
+        if front is None:
+            for _, _, lat, floors in split_cells(problem, hw, one_stat, consts, energy=energy):
+                assert floors is not None
+                yield at * per_stat, _rows(hw, lat, floors, objectives)
+            return
+        for _, split, lat, floors in split_cells(problem, hw, one_stat, consts, energy=energy, k_least=True):
             assert floors is not None
-            yield at * per_stat, _rows(hw, lat, floors, objectives)
+            groups = ~dominated_rows(_rows(hw, lat, floors, objectives), front)  # (tile_stat, tile_mov)
+            stats = np.flatnonzero(groups.reshape(len(choices["tile_stat"]), -1).any(axis=1))
+            if not stats.size:
+                continue
+            some = {**one_stat, "tile_stat": tuple(choices["tile_stat"][i] for i in stats)}
+            for _, _, lat, floors in split_cells(problem, hw, some, consts, energy=energy, only=split):
+                assert floors is not None
+                rows = _rows(hw, lat, floors, objectives).reshape(len(stats), per_tile_stat, -1)
+                for i, block in zip(stats.tolist(), rows, strict=True):
+                    yield at * per_stat + i * per_tile_stat, block
 
     # the stationary choices' splits in turn, fewest cores first: a pass that every structure's fewest-core
     # cell leaves live stops after the first blocks (`mapper.bounds.live_structures`)

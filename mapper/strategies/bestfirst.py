@@ -226,7 +226,8 @@ class BestFirst(Strategy):
                     cells = target
                     live = LivePass(
                         flat, structural, ev, settings.objectives.index("latency"),
-                        lambda: cells.structure_front_cell_blocks(problem, names, settings.objectives), seen,
+                        lambda front: cells.structure_front_cell_blocks(problem, names, settings.objectives, front),
+                        seen,
                         lambda: time.perf_counter() > deadline or (watch is not None and watch.cancelled()),
                     )  # fmt: skip
                     order = live.visits(order)

@@ -25,7 +25,7 @@ from costmodels.protocol import Choice, Param
 from mapper.bounds import RTOL, live_structures
 from mapper.strategies.objective import Evaluator
 
-Blocks = Callable[[], Iterator[tuple[int, np.ndarray]] | None]
+Blocks = Callable[[np.ndarray], Iterator[tuple[int, np.ndarray]] | None]  # given the front
 
 
 class LivePass:
@@ -68,7 +68,7 @@ class LivePass:
         else:
             return
         t0 = time.perf_counter()
-        blocks = self.blocks()
+        blocks = self.blocks(front)
         live = None if blocks is None else live_structures(blocks, self.flat.size, front, self.stop)
         self.seconds = time.perf_counter() - t0
         if live is None:  # no cells, or cut by the budget: the plain order goes on

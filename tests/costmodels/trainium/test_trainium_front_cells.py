@@ -120,6 +120,31 @@ def test_the_cells_of_every_structure_are_the_cells_of_each_alone() -> None:
     assert t.structure_front_cells(p, _fixed(t, p, 0), ("footprint",)) is None
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_front_given_to_the_blocks_leaves_the_same_structures_live(seed: int) -> None:
+    """With a front, `cell_blocks` bounds each (tile_stat, tile_mov) over every tile_k first and prices tile by
+    tile only the tile_stat choices a group of which the front leaves open: the live structures are the same."""
+    from mapper.enumerate import pareto_front
+
+    rng = random.Random(200 + seed)
+    p, t = _random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]))
+    objectives = OBJECTIVES[: rng.choice([2, 3])]
+    total = int(np.prod([len(q.choices) for q in t.space(p).params[:4]]))
+    every = t.structure_front_cell_blocks(p, TILE_PARAMS, objectives)
+    assert every is not None
+    rows = np.concatenate([block for _, block in every])
+    sample = rows[np.isfinite(rows[:, 0])][:: max(1, len(rows) // 50)] * 1.02  # a front above some cells
+    front = sample[pareto_front(sample)]
+    plain = live_structures(t.structure_front_cell_blocks(p, TILE_PARAMS, objectives), total, front)
+    blocks = t.structure_front_cell_blocks(p, TILE_PARAMS, objectives, front)
+    assert blocks is not None
+    runs = list(blocks)
+    given = live_structures(iter(runs), total, front)
+    assert plain is not None and given is not None
+    assert np.array_equal(plain, given) and 0 < plain.sum() < total
+    assert sum(len(r) for _, r in runs) < len(rows)  # rows of dominated groups left out
+
+
 @pytest.mark.parametrize(
     ("preset", "problem"),
     [
