@@ -3,12 +3,13 @@
 The layers are `bench.search_strategies`' (each target's two largest spaces among ResNet-50,
 BERT-base, Llama-7B decode and prefill). For each, a fresh process per tree builds the per-problem
 tables untimed (one best-first run), then times ``auto`` with one objective (latency) and with two
-(latency, offchip_bytes), best of two runs each (the machine is shared), with a 7.5 s budget (25
+(latency, offchip_bytes, or `--second`), best of two runs each (the machine is shared), with a 7.5 s budget (25
 x 0.3 s, as `bench.search_strategies` gives them; ``--budget`` changes it) and no validation. It
 prints both trees' times and ratios side by side, the two-objective front's size and whether it was proven exact; the
 trees run alternately per layer so load drifts reach both alike. ``--before`` names the other
 tree's root (a checkout of the code before; omitted: this tree only).
-Run: ``python -m bench.two_objectives [--before ../main] [--targets rngd,trn2] [--layers 2] [--budget 7.5]``.
+Run: ``python -m bench.two_objectives [--before ../main] [--targets rngd,trn2] [--layers 2] [--budget 7.5]
+[--second energy]``.
 """
 
 from __future__ import annotations
@@ -29,12 +30,12 @@ from costmodels.registry import get_target
 from bench.search_strategies import largest_layers
 from mapper.search import tune
 from mapper.settings import SearchSettings
-preset, index, layers, budget = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+preset, index, layers, budget, second = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 target = get_target(preset)
 problem = largest_layers(target, layers)[index]
 tune(problem, target, SearchSettings(strategy="bestfirst", max_seconds=600), validate=False)  # tables, untimed
 out = {"label": problem.label or problem.summary()[:30]}
-for name, objs in (("one", ("latency",)), ("two", ("latency", "offchip_bytes"))):
+for name, objs in (("one", ("latency",)), ("two", ("latency", second))):
     best = None
     for _ in range(2):
         t0 = time.perf_counter()
@@ -50,10 +51,12 @@ print(json.dumps(out))
 """
 
 
-def measure(root: Path, preset: str, index: int, layers: int, budget: float = 7.5) -> dict[str, object]:
+def measure(
+    root: Path, preset: str, index: int, layers: int, budget: float = 7.5, second: str = "offchip_bytes"
+) -> dict[str, object]:
     env = {**os.environ, "PYTHONPATH": str(root)}
     res = subprocess.run(
-        [sys.executable, "-c", MEASURE, preset, str(index), str(layers), str(budget)],
+        [sys.executable, "-c", MEASURE, preset, str(index), str(layers), str(budget), second],
         cwd=root, env=env, capture_output=True, text=True, check=True, timeout=900,
     )  # fmt: skip
     return json.loads(res.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
@@ -65,6 +68,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--targets", default="", help="comma list of presets (default: all)")
     ap.add_argument("--layers", type=int, default=2, help="largest-space layers per target")
     ap.add_argument("--budget", type=float, default=7.5, help="seconds per search (default 7.5: 25 x 0.3 s)")
+    ap.add_argument("--second", default="offchip_bytes", help="the second objective beside latency")
     a = ap.parse_args(argv)
     from costmodels.registry import target_names
 
@@ -80,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
             row: dict[str, dict[str, object]] = {}
             order = list(trees) if index % 2 else list(reversed(trees))  # alternate which tree runs first
             for name in order:
-                row[name] = measure(trees[name], preset, index, a.layers, a.budget)
+                row[name] = measure(trees[name], preset, index, a.layers, a.budget, a.second)
             cells = []
             for name in reversed(trees):
                 m = row[name]

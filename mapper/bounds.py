@@ -272,7 +272,8 @@ class FrontBounds:
     @property
     def source(self) -> str:
         lat = f"latency: {self.latency.source}; " if self.latency is not None else ""
-        return f"{lat}offchip_bytes: the problem's compulsory bytes; other objectives: 0"
+        cells = "; within a structure, the target's cells (structure_front_cells)" if self._cells is not None else ""
+        return f"{lat}offchip_bytes: the problem's compulsory bytes; other objectives: 0{cells}"
 
     def learn_clock(self, point: dict[str, Choice]) -> None:
         if self.latency is not None:

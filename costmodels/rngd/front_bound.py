@@ -1,4 +1,4 @@
-"""Bounds of both objectives over the cells of an RNGD structure, for several-objective searches (issue #12).
+"""Bounds of several objectives over the cells of an RNGD structure, for several-objective searches (issue #12).
 
 A structure (some choices fixed, `mapper.bounds`) is cut into *cells*: one per stage-1 row ``s``
 (clusters, cluster_role, slice_grid, slice_role, shift) and lane choice ``l`` (rows, trf_split) it
@@ -15,6 +15,8 @@ allows. `FrontCells` gives each cell a vector no feasible point of the cell beat
   with ``x'`` the cell's own lane term). A cell where even the least packet terms break the TRF
   capacity or the accumulator has no feasible point (bound inf), as has a cell of an infeasible
   stage row. ``kval`` is the cell's own (the tail is at least it).
+- ``energy``: the energy model's sum over the cell's bytes per level, HBM exact and DM and TRF at
+  their floors over the allowed packet choices (`FrontCells._cell_energy`).
 
 So every feasible point of the structure is no better, on each objective, than its own cell's
 vector, and a Pareto front that dominates every cell's vector dominates (or equals) every point
@@ -35,7 +37,9 @@ from costmodels.rngd.bounds import TermBound
 from costmodels.rngd.scoring import L_PARAMS, P_PARAMS, S_PARAMS
 
 #: the objectives whose cell bounds this module knows
-CELL_OBJECTIVES = ("latency", "offchip_bytes")
+CELL_OBJECTIVES = ("latency", "offchip_bytes", "energy")
+#: taken off the energy floor: the cost sums the same bytes in another order (float rounding)
+FLOAT_MARGIN = 1e-12
 
 Key = tuple[tuple[str, Choice], ...]
 
@@ -83,6 +87,7 @@ class FrontCells:
                 "kvw": least(a("kvw")),
                 "og": least(a("og")),
                 "hld": least(a("hld")),
+                "la_pelw": least(a("la") * a("pelw")),
             }
         return self._least[fp]
 
@@ -121,11 +126,37 @@ class FrontCells:
         dbuf = None if db is None else bool(db)
         t = self.term.tables
         row = self._view(self.term.per_row(fp, fl, dbuf)[:, None], fs, ())  # the stage-1 row's bound (TermBound)
-        cols = {
-            "latency": np.maximum(row, self._cell_cycles(fp, fs, fl, dbuf)) / self.term.hw.clock_hz,
-            "offchip_bytes": self._view(np.asarray(t.qn["offchip"], dtype=float), fs, fl),
-        }
+        offchip = self._view(np.asarray(t.qn["offchip"], dtype=float), fs, fl)
+        cols = {"offchip_bytes": offchip}
+        if "latency" in objectives:
+            cols["latency"] = np.maximum(row, self._cell_cycles(fp, fs, fl, dbuf)) / self.term.hw.clock_hz
+        if "energy" in objectives:
+            cols["energy"] = self._cell_energy(fp, fs, fl, offchip)
         return np.stack([cols[o].ravel() for o in objectives], axis=1)
+
+    def _cell_energy(self, fp: Key, fs: Key, fl: Key, offchip: np.ndarray) -> np.ndarray:
+        """Energy (pJ) no point of the cells ``[s, l]`` beats: `costmodels.energy`'s sum over `rngd.cost.combine`'s
+        bytes per level with each level at its floor (pJ per byte and bytes never negative).
+
+        HBM: the cell's exact bytes. DM: ``(stream_bytes + c_trf x fill rate) x slices``, the streamed
+        packets at least ``min(sflb_reused x tnhn, sflb_fetched x tn)`` (as in the latency bound) and the
+        TRF loads ``hb x kvw / 8 x tn x rhn`` at the least ``hb x kvw``; TRF: ``c_mac x rows x pelw / 8 x
+        slices`` with ``c_mac = la x tnhn`` at the least ``la x pelw``; each less `FLOAT_MARGIN`.
+        """
+        t = self.term.tables
+        pk = {k: self._view(v, fs, fl) for k, v in self._least_packets(fp).items()}
+
+        def n(name: str) -> np.ndarray:  # lane terms of the cells: [s, l]
+            return self._view(t.qn[name], fs, fl)
+
+        tn, tnhn, slices = n("tn"), n("tnhn"), n("slices")
+        with np.errstate(invalid="ignore"):  # inf * 0 cannot occur (lane terms >= 1); nan would only score more
+            stream = np.minimum(pk["sflb_reused"] * tnhn, pk["sflb_fetched"] * tn)
+            loads = pk["hbkvw"] / 8 * tn * n("rhn")
+            dm = (stream + loads) * slices
+            trf = pk["la_pelw"] * tnhn * n("rows") / 8 * slices
+            energy = t.energy.total({"hbm": offchip, "dm": dm, "trf": trf})
+        return np.asarray(energy, dtype=float) * (1 - FLOAT_MARGIN)
 
     def cell_of_points(self, fixed: dict[str, Choice], codes: dict[str, np.ndarray]) -> np.ndarray:
         """Each point's row in `__call__`'s cells: its free stage-1 and lane choices' codes, C order (as `_view`)."""
