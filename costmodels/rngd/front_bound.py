@@ -16,7 +16,9 @@ allows. `FrontCells` gives each cell a vector no feasible point of the cell beat
   capacity or the accumulator has no feasible point (bound inf), as has a cell of an infeasible
   stage row. ``kval`` is the cell's own (the tail is at least it).
 - ``energy``: the energy model's sum over the cell's bytes per level, HBM exact and DM and TRF at
-  their floors over the allowed packet choices (`FrontCells._cell_energy`).
+  their floors over the allowed packet choices (`FrontCells._cell_energy`);
+- ``footprint``: the cost's on-chip bytes with the TRF tile at the least weight width of the
+  allowed packet choices (`FrontCells._cell_footprint`).
 
 So every feasible point of the structure is no better, on each objective, than its own cell's
 vector, and a Pareto front that dominates every cell's vector dominates (or equals) every point
@@ -34,10 +36,11 @@ import numpy as np
 
 from costmodels.protocol import Choice
 from costmodels.rngd.bounds import TermBound
+from costmodels.rngd.cost import DM_STAGING_BYTES
 from costmodels.rngd.scoring import L_PARAMS, P_PARAMS, S_PARAMS
 
 #: the objectives whose cell bounds this module knows
-CELL_OBJECTIVES = ("latency", "offchip_bytes", "energy")
+CELL_OBJECTIVES = ("latency", "offchip_bytes", "energy", "footprint")
 #: taken off the energy floor: the cost sums the same bytes in another order (float rounding)
 FLOAT_MARGIN = 1e-12
 
@@ -132,6 +135,8 @@ class FrontCells:
             cols["latency"] = np.maximum(row, self._cell_cycles(fp, fs, fl, dbuf)) / self.term.hw.clock_hz
         if "energy" in objectives:
             cols["energy"] = self._cell_energy(fp, fs, fl, offchip)
+        if "footprint" in objectives:
+            cols["footprint"] = self._cell_footprint(fp, fs, fl)
         return np.stack([cols[o].ravel() for o in objectives], axis=1)
 
     def _cell_energy(self, fp: Key, fs: Key, fl: Key, offchip: np.ndarray) -> np.ndarray:
@@ -157,6 +162,19 @@ class FrontCells:
             trf = pk["la_pelw"] * tnhn * n("rows") / 8 * slices
             energy = t.energy.total({"hbm": offchip, "dm": dm, "trf": trf})
         return np.asarray(energy, dtype=float) * (1 - FLOAT_MARGIN)
+
+    def _cell_footprint(self, fp: Key, fs: Key, fl: Key) -> np.ndarray:
+        """On-chip bytes no point of the cells ``[s, l]`` beats: `rngd.cost.combine`'s ``fmax(share_r, 2 x trf_tile
+        + DM staging + wpen)`` with ``trf_tile = rhn x kvw / 8`` at the least ``kvw`` of the allowed packets (the
+        other terms are the cell's own)."""
+        t = self.term.tables
+        kvw = self._view(self._least_packets(fp)["kvw"], fs, fl)
+
+        def n(name: str) -> np.ndarray:  # lane terms of the cells: [s, l]
+            return self._view(t.qn[name], fs, fl)
+
+        working = 2 * (n("rhn") * kvw / 8) + DM_STAGING_BYTES
+        return np.asarray(np.fmax(n("share_r"), working + n("wpen")), dtype=float)
 
     def cell_of_points(self, fixed: dict[str, Choice], codes: dict[str, np.ndarray]) -> np.ndarray:
         """Each point's row in `__call__`'s cells: its free stage-1 and lane choices' codes, C order (as `_view`)."""
