@@ -31,6 +31,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -102,6 +103,12 @@ def core_splits(cores: int, batch: int, most_s: int, most_m: int) -> list[tuple[
     ]
 
 
+@lru_cache(maxsize=1 << 16)  # bounded: a service sees many problems
+def _chips(sizes: tuple[int, ...], tile_cap: int, cores: int) -> int:
+    """The product of a role's chip factors (`nest.split_role`; the block cap does not change them)."""
+    return math.prod(split_role(sizes, tile_cap, cores, 1).chip)
+
+
 def point_split(
     sizes: dict[str, list[int]], tile_stat: int, tile_mov: int, cores: int, shard: str
 ) -> tuple[int, int, int]:
@@ -109,7 +116,7 @@ def point_split(
     `nest.shard_cores` gives the role), fixed by the point's tile caps and its (cores, shard) choices."""
     got = shard_cores(shard, cores)
     caps = {"b": 1, "s": tile_stat, "m": tile_mov}
-    cb, cs, cm = (math.prod(split_role(sizes[r], caps[r], got.get(r, 1), 1).chip) for r in "bsm")
+    cb, cs, cm = (_chips(tuple(sizes[r]), caps[r], got.get(r, 1)) for r in "bsm")
     return cb, cs, cm
 
 
@@ -125,9 +132,9 @@ def reachable_splits(
     for cores in {int(c) for c in choices["cores"]}:
         for shard in {str(x) for x in choices["shard"]}:
             got = shard_cores(shard, cores)
-            cb = math.prod(split_role(sizes["b"], 1, got.get("b", 1), 1).chip)
-            cs = np.asarray([math.prod(split_role(sizes["s"], int(t), got.get("s", 1), 1).chip) for t in stat])
-            cm = np.asarray([math.prod(split_role(sizes["m"], int(t), got.get("m", 1), 1).chip) for t in mov])
+            cb = _chips(tuple(sizes["b"]), 1, got.get("b", 1))
+            cs = np.asarray([_chips(tuple(sizes["s"]), int(t), got.get("s", 1)) for t in stat])
+            cm = np.asarray([_chips(tuple(sizes["m"]), int(t), got.get("m", 1)) for t in mov])
             for a, b in itertools.product(np.unique(cs), np.unique(cm)):
                 key = (cb, int(a), int(b))
                 hit = (cs == a)[:, None] & (cm == b)[None, :]
