@@ -192,10 +192,8 @@ class RngdTarget(FamilyTarget[Prepared]):
             prep.bound.append(TermBound(prep.space, prep.tables, self.hw))
         return prep.bound[0](fixed_choices)
 
-    def structure_front_cells(
-        self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...]
-    ) -> np.ndarray | None:
-        """Bound vectors of the structure's cells for several objectives (`rngd.front_bound`); None: no cells."""
+    def _front_cells(self, problem: Problem) -> FrontCells | None:
+        """The problem's cell bounds (`rngd.front_bound`), built on first use; None on the generic path."""
         prep = self.prepared(problem)
         if prep.space is None or prep.tables is None:
             return None
@@ -203,20 +201,21 @@ class RngdTarget(FamilyTarget[Prepared]):
             prep.bound.append(TermBound(prep.space, prep.tables, self.hw))
         if not prep.cells:
             prep.cells.append(FrontCells(prep.bound[0]))
-        return prep.cells[0](fixed_choices, objectives)
+        return prep.cells[0]
+
+    def structure_front_cells(
+        self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...]
+    ) -> np.ndarray | None:
+        """Bound vectors of the structure's cells for several objectives (`rngd.front_bound`); None: no cells."""
+        cells = self._front_cells(problem)
+        return None if cells is None else cells(fixed_choices, objectives)
 
     def structure_cell_of_points(
         self, problem: Problem, fixed_choices: dict[str, Choice], codes: dict[str, np.ndarray]
     ) -> np.ndarray | None:
         """Each point's cell in `structure_front_cells` (the structure's points as code columns)."""
-        prep = self.prepared(problem)
-        if prep.space is None or prep.tables is None:
-            return None
-        if not prep.bound:
-            prep.bound.append(TermBound(prep.space, prep.tables, self.hw))
-        if not prep.cells:
-            prep.cells.append(FrontCells(prep.bound[0]))
-        return prep.cells[0].cell_of_points(fixed_choices, codes)
+        cells = self._front_cells(problem)
+        return None if cells is None else cells.cell_of_points(fixed_choices, codes)
 
     def _score_values(self, problem: Problem, prep: Prepared) -> ScoreFn:
         return lambda cols: self._general(problem, cols)
