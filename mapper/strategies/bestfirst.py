@@ -288,8 +288,9 @@ class BestFirst(Strategy):
             for c, n in ev.violations.most_common(5)
         )  # fmt: skip
         # a trial is a structure scored; those bounded out never became trials (the certificate counts them)
+        scored = visited - ev.pruned  # (visits with every cell dominated by then scored nothing: pruned)
         counts = TrialCounts(
-            trials=visited, complete=visited - ev.infeasible, infeasible=ev.infeasible, points_scored=ev.scored,
+            trials=scored, complete=scored - ev.infeasible, infeasible=ev.infeasible, points_scored=ev.scored,
             top_violations=top,
         )  # fmt: skip
         bounding = (
@@ -389,11 +390,14 @@ class BestFirst(Strategy):
         next_bound: float | None,
         skipped: int = 0,
     ) -> Certificate:
-        """Scored: the structures visited; pruned: all the rest when the bound stopped the search, else those
-        `skipped` (several objectives: every cell dominated); the rest unexplored."""
+        """Scored: the structures visited, less those whose every cell the front dominated by their visit
+        (`Evaluator.pruned`: nothing of them scored); pruned: those, and all the rest when the bound stopped
+        the search, else those `skipped` (several objectives: every cell dominated); the rest unexplored."""
         left = total - visited
         pruned = left if reason == "lower-bound" else skipped
         unexplored = left - pruned
+        emptied = ev.pruned  # (best-first visits outside Optuna: only `Evaluator.visit` counts these)
+        visited, pruned = visited - emptied, pruned + emptied
         best = ev.best_values[0] if ev.best_values is not None else None
         remaining = next_bound if unexplored and next_bound is not None and next_bound > 0 else None
         gap: float | None = None
