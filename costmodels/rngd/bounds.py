@@ -75,8 +75,8 @@ class TermBound:
 
     def __post_init__(self) -> None:
         ch = {p.name: p.choices for p in self.space.params}
-        self._row_choices = tuple(ch["rows"]) if "rows" in L_PARAMS and "rows" in ch else ()
-        for stage, names in (("s", S_PARAMS), ("p", P_PARAMS), ("l", L_PARAMS)):
+        self._row_choices = tuple(ch["rows"])
+        for stage, names in (("p", P_PARAMS), ("l", L_PARAMS)):  # (stage-1 rows: by their codes, `_least`)
             self._grids[stage] = grid_values(ch, names)
         #: each choice's code (its index in the parameter's choices), by parameter
         self.codes = {nm: {v: i for i, v in enumerate(ch[nm])} for nm in (*S_PARAMS, *P_PARAMS, *L_PARAMS)}
