@@ -97,7 +97,7 @@ class TermBound:
         """
         if self._distinct is None:
             t = self.tables
-            n_s = len(t.qa["la"]) // t.n_p
+            n_s = t.n_s
             parts = [t.qa[k].reshape(n_s, t.n_p) for k in ("kvw", "og", "hld")]
             parts += [t.qn[k].reshape(n_s, t.n_l) for k in ("rhn", "hn", "tn", "tnhn", "rtnhn", "dma")]
             rng = np.random.default_rng(0)
@@ -115,7 +115,7 @@ class TermBound:
         if key not in self._lanes:
             t, hw = self.tables, self.hw
             lm = self._mask("l", fl)
-            n_s = len(t.qa["la"]) // t.n_p
+            n_s = t.n_s
             first, back = self._distinct_rows()  # rows of equal terms share their minima: each computed once
             kvw, og, hld = (t.qa[k].reshape(n_s, t.n_p)[first] for k in ("kvw", "og", "hld"))
             cap = hw.trf_half_bytes_per_slice if dbuf else hw.trf_bytes_per_slice
@@ -156,7 +156,7 @@ class TermBound:
         ``dbuf`` False: the CE, fill and DMA stages add up; True: the TRF holds half its bytes.
         """
         t, hw = self.tables, self.hw
-        n_s = len(t.qa["la"]) // t.n_p
+        n_s = t.n_s
         lane = self._lane_minima(fl, dbuf)
 
         def a(name: str) -> np.ndarray:  # packet terms: [s, p]

@@ -67,11 +67,19 @@ class FrontCells:
         rows = math.prod(cells.shape[: sum(nm not in fixed for nm in S_PARAMS)])
         return cells.reshape(rows, -1)
 
+    def _cell_lanes(self, name: str, fs: Key, fl: Key) -> np.ndarray:
+        """The lane term `name` of the cells ``[s, l]`` of the rows with `fs` and the lanes with `fl`."""
+        return self._view(self.term.tables.qn[name], fs, fl)
+
+    def _cell_packets(self, fp: Key, fs: Key, fl: Key) -> dict[str, np.ndarray]:
+        """`_least_packets` on the rows with `fs`: ``[s, 1]``, beside the cells' lane terms."""
+        return {k: self._view(v, fs, fl) for k, v in self._least_packets(fp).items()}
+
     def _least_packets(self, fp: Key) -> dict[str, np.ndarray]:
         """Each packet term's least value over the allowed packet choices, per stage-1 row: ``[s, 1]``."""
         if fp not in self._least:
             t = self.term.tables
-            n_s = len(t.qa["la"]) // t.n_p
+            n_s = t.n_s
             pm = self.term._mask("p", fp)
 
             def a(name: str) -> np.ndarray:  # packet terms of the allowed packet choices: [s, p]
@@ -97,10 +105,10 @@ class FrontCells:
     def _cell_cycles(self, fp: Key, fs: Key, fl: Key, dbuf: bool | None) -> np.ndarray:
         """Latency bound (cycles) of the cells ``[s, l]`` of the rows with `fs` and the lanes with `fl`."""
         t, hw = self.term.tables, self.term.hw
-        pk = {k: self._view(v, fs, fl) for k, v in self._least_packets(fp).items()}
+        pk = self._cell_packets(fp, fs, fl)
 
-        def n(name: str) -> np.ndarray:  # lane terms of the cells: [s, l]
-            return self._view(t.qn[name], fs, fl)
+        def n(name: str) -> np.ndarray:
+            return self._cell_lanes(name, fs, fl)
 
         d = float(t.consts.d_tree)
         tn, tnhn = n("tn"), n("tnhn")
@@ -149,10 +157,10 @@ class FrontCells:
         slices`` with ``c_mac = la x tnhn`` at the least ``la x pelw``; each less `FLOAT_MARGIN`.
         """
         t = self.term.tables
-        pk = {k: self._view(v, fs, fl) for k, v in self._least_packets(fp).items()}
+        pk = self._cell_packets(fp, fs, fl)
 
-        def n(name: str) -> np.ndarray:  # lane terms of the cells: [s, l]
-            return self._view(t.qn[name], fs, fl)
+        def n(name: str) -> np.ndarray:
+            return self._cell_lanes(name, fs, fl)
 
         tn, tnhn, slices = n("tn"), n("tnhn"), n("slices")
         with np.errstate(invalid="ignore"):  # inf * 0 cannot occur (lane terms >= 1); nan would only score more
@@ -167,14 +175,10 @@ class FrontCells:
         """On-chip bytes no point of the cells ``[s, l]`` beats: `rngd.cost.combine`'s ``fmax(share_r, 2 x trf_tile
         + DM staging + wpen)`` with ``trf_tile = rhn x kvw / 8`` at the least ``kvw`` of the allowed packets (the
         other terms are the cell's own)."""
-        t = self.term.tables
         kvw = self._view(self._least_packets(fp)["kvw"], fs, fl)
-
-        def n(name: str) -> np.ndarray:  # lane terms of the cells: [s, l]
-            return self._view(t.qn[name], fs, fl)
-
-        working = 2 * (n("rhn") * kvw / 8) + DM_STAGING_BYTES
-        return np.asarray(np.fmax(n("share_r"), working + n("wpen")), dtype=float)
+        working = 2 * (self._cell_lanes("rhn", fs, fl) * kvw / 8) + DM_STAGING_BYTES
+        share, pen = self._cell_lanes("share_r", fs, fl), self._cell_lanes("wpen", fs, fl)
+        return np.asarray(np.fmax(share, working + pen), dtype=float)
 
     def cell_of_points(self, fixed: dict[str, Choice], codes: dict[str, np.ndarray]) -> np.ndarray:
         """Each point's row in `__call__`'s cells: its free stage-1 and lane choices' codes, C order (as `_view`)."""

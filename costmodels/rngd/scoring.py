@@ -59,6 +59,11 @@ class Tables:
     qn: Arrays
     energy: EnergyPricer  # the problem's energy model (the "energy" objective)
 
+    @property
+    def n_s(self) -> int:
+        """Rows of the S grid (stage-1 combinations): ``qa`` holds ``n_s x n_p`` rows, ``qn`` ``n_s x n_l``."""
+        return len(self.qa["la"]) // self.n_p
+
 
 def grid_values(choices: dict[str, tuple[Choice, ...]], names: tuple[str, ...]) -> dict[str, np.ndarray]:
     """Every combination of the named parameters (last fastest), as value columns."""

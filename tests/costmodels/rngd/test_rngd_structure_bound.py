@@ -127,7 +127,7 @@ def test_a_bound_with_the_row_count_free_is_the_least_of_the_bounds_with_it_fixe
 
 def _lane_minima_by_definition(t: RngdTarget, tables, lanes: np.ndarray, dbuf: bool | None) -> dict[str, np.ndarray]:
     """The least lane terms ``[s, p]`` straight from the definition: every (s, p, l) at once, the cost's own tests."""
-    n_s = len(tables.qa["la"]) // tables.n_p
+    n_s = tables.n_s
     a = {k: tables.qa[k].reshape(n_s, tables.n_p, 1) for k in ("kvw", "og", "hld")}
     n = {k: tables.qn[k].reshape(n_s, 1, tables.n_l)[:, :, lanes] for k in ("rhn", "hn", "tn", "tnhn", "rtnhn", "dma")}
     n["trhn"] = n["tn"] * n["rhn"]
