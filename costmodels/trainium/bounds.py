@@ -40,6 +40,7 @@ from costmodels.protocol import Choice, SearchSpace
 from costmodels.trainium.cost import ProblemConsts
 from costmodels.trainium.hardware import ENERGY_LEVELS, TrainiumHardware
 from costmodels.trainium.nest import Roles, roles_of, shard_cores, split_inner, split_role
+from costmodels.trainium.refetch import CoreShare, refetch_cases, refetch_floors
 from costmodels.trainium.scoring import LAYOUT
 from workload.problem import Problem
 
@@ -193,37 +194,6 @@ def tile_bounds(problem: Problem, hw: TrainiumHardware, space: SearchSpace, cons
     return np.stack(out) * (1 - FLOAT_MARGIN)
 
 
-def refetch_floors(
-    hw: TrainiumHardware,
-    c: ProblemConsts,
-    used: int,
-    cases: list[tuple[np.ndarray, np.ndarray]],
-    core_out: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(chip bytes, DMA cycles) floors: the least over `cases`, each ``(stationary, moving)`` bytes per core.
-
-    One case: every operand's share fetched once. Two (the cells, `split_cells`): the stationary
-    fetched again per moving block, or the moving per stationary block.
-
-    When a core has several stationary and several moving blocks, every loop order sets one of
-    `scoring.order_effects`' ``m_in_stat`` / ``s_in_mov`` (checked for every order by
-    ``tests/costmodels/trainium/test_trainium_front_cells.py``), so its fetches of that operand are
-    multiplied by the other's block trips; with one block of a role the trips are 1 and the case is
-    the plain floor. Each case prices the chip's bytes as `cost.traffic` does (an input at least its
-    real bytes) and the DMA as the larger of a core's bytes over its DMA rate and the chip's over HBM.
-    """
-    chip_least = dma_least = None
-    for stat, mov in cases:
-        chip = np.maximum(used * stat, c.real_stat_bytes) + np.maximum(used * mov, c.real_mov_bytes)
-        chip = chip + used * core_out
-        core = stat + mov + core_out
-        dma = np.maximum(core / hw.core_dma_bytes_per_s, chip / hw.hbm_bytes_per_s) * hw.te_clock_hz
-        chip_least = chip if chip_least is None else np.minimum(chip_least, chip)
-        dma_least = dma if dma_least is None else np.minimum(dma_least, dma)
-    assert chip_least is not None and dma_least is not None
-    return chip_least, dma_least
-
-
 def split_cells(
     problem: Problem,
     hw: TrainiumHardware,
@@ -250,12 +220,12 @@ def split_cells(
     - latency: `tile_bounds`' argument;
     - off-chip bytes: `cost.traffic` prices them as ``max(core_stat x cores, real) + max(core_mov x
       cores, real) + core_out x cores``, every term at least its floor here (a core's padded share of
-      each operand, ``cores >= c_b c_s c_m``). With `offchip` the fetches are counted again too: a
-      core's stationary blocks number at least ``ceil(ceil(T_s / c_s) / cap_s)`` (``cap_s`` the largest
-      ``block_stat`` choice: `nest.split_role` blocks a role's per-core tiles under the cap), its
-      moving blocks likewise, and with several of both every loop order fetches one operand again per
-      block of the other (`refetch_floors`): the lesser of the two cases, in the bytes and in the DMA
-      term (`tile_bounds` keeps the plain floors, so a cell's latency is never below its entry there);
+      each operand, ``cores >= c_b c_s c_m``). With `offchip` the fetches are counted again too: the
+      loop orders and the SBUF and PSUM capacities force one operand or both to be fetched again per
+      block of the other, or the output to stay open across them (`refetch.refetch_cases`, with the
+      largest ``block_stat`` / ``block_mov`` / ``block_k`` choices as the block caps): the least of
+      those cases, in the bytes and in the DMA term (`tile_bounds` keeps the plain floors, so a cell's
+      latency is never below its entry there);
     - energy: `costmodels.energy`'s sum (the MACs fixed, pJ per byte never negative) over the off-chip
       floor and the on-chip floors of `cost.onchip_bytes`, with at least ``n_out`` output tiles and
       ``n_out x T_k`` instructions per core on at least ``c_b c_s c_m`` cores.
@@ -270,7 +240,7 @@ def split_cells(
     """
     cores = max(int(c) for c in choices["cores"])
     energy_of = pricer(hw.energy, problem, ENERGY_LEVELS)
-    cap_s, cap_m = max(int(b) for b in choices["block_stat"]), max(int(b) for b in choices["block_mov"])
+    cap_s, cap_m, cap_k = (max(int(b) for b in choices[n]) for n in ("block_stat", "block_mov", "block_k"))
     f = hw.te_clock_hz
     ve = hw.te_clock_hz / hw.ve_clock_hz
     for at, st in enumerate(choices["stationary"]):
@@ -300,13 +270,11 @@ def split_cells(
             core_mov = per_b * np.ceil(nm / cm) * em * nkek * c.s_mov
             core_out = n_out * es * em * c.s_out
             used = cb * cs * cm
-            if offchip:  # the cells: at least one operand fetched again per block of the other (block caps)
-                hs_min = np.ceil(np.ceil(ns / cs) / cap_s)
-                hm_min = np.ceil(np.ceil(nm / cm) / cap_m)
-                cases = [(core_stat * hm_min, core_mov), (core_stat, core_mov * hs_min)]
-            else:  # `tile_bounds`: every operand's share fetched once
-                cases = [(core_stat, core_mov)]
-            chip, dma = refetch_floors(hw, c, used, cases, core_out)
+            share = CoreShare(np.ceil(ns / cs), np.ceil(nm / cm), nk, es, em, ek, core_stat, core_mov, k_least)
+            # the cells: the operands fetched again as the loop orders and capacities force (`tile_bounds`: once)
+            once = [(np.ones(1), np.ones(1))]
+            cases = refetch_cases(hw, c, share, (cap_s, cap_m, cap_k)) if offchip else once
+            chip, dma = refetch_floors(hw, c, used, share, cases, core_out)
             bound = np.maximum(fill + np.maximum(te, evict), dma)
             # a split no (cores, shard) choice gives with those tiles has no point (nor one with more cores on
             # s or m than the role has tiles)

@@ -52,10 +52,19 @@ def _fixed(t: TrainiumTarget, p: Problem, flat: int) -> dict[str, object]:
     return dict(structure_choices(t.space(p), flat))
 
 
+#: parts with a small SBUF (and few PSUM banks), where the capacities bind on small problems
+SMALL_PARTS: list[dict[str, object]] = [
+    {"sbuf_partition_bytes": 4096},
+    {"sbuf_partition_bytes": 16384, "psum_banks": 2},
+]
+PARTS = [{}, *SMALL_PARTS]
+
+
+@pytest.mark.parametrize("part", range(len(PARTS)))
 @pytest.mark.parametrize("seed", range(6))
-def test_every_feasible_point_is_no_better_than_one_of_its_structures_cells(seed: int) -> None:
+def test_every_feasible_point_is_no_better_than_one_of_its_structures_cells(seed: int, part: int) -> None:
     rng = random.Random(seed)
-    p, t = _random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]))
+    p, t = _random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]), **PARTS[part])
     total = int(np.prod([len(q.choices) for q in t.space(p).params[:4]]))
     checked = 0
     for flat in sorted({rng.randrange(total) for _ in range(12)}):
@@ -71,12 +80,13 @@ def test_every_feasible_point_is_no_better_than_one_of_its_structures_cells(seed
     assert checked > 0
 
 
+@pytest.mark.parametrize("part", range(len(PARTS)))
 @pytest.mark.parametrize("seed", range(4))
-def test_every_feasible_point_is_no_better_than_its_own_cell(seed: int) -> None:
+def test_every_feasible_point_is_no_better_than_its_own_cell(seed: int, part: int) -> None:
     """`structure_cell_of_points` names the cell (core split) whose vector bounds each point: live-cell scoring
     leaves out the points of dominated cells on that word."""
     rng = random.Random(100 + seed)
-    p, t = _random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]))
+    p, t = _random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]), **PARTS[part])
     space = t.space(p)
     total = int(np.prod([len(q.choices) for q in space.params[:4]]))
     checked, cells_hit = 0, set()

@@ -10,9 +10,12 @@ from costmodels.trainium.bounds import TILE_PARAMS
 from costmodels.trainium.target import TrainiumTarget
 
 
-def every_tile_target(name: str) -> TrainiumTarget:
-    """The preset's target with its space of every tile count (the default; said here, as the tests rely on it)."""
-    t = get_target(name, {"tile_space": "every"})
+def every_tile_target(name: str, **hardware: object) -> TrainiumTarget:
+    """The preset's target with its space of every tile count (the default; said here, as the tests rely on it).
+
+    `hardware`: fields of the part to change (a small SBUF, where the capacities bind on small problems).
+    """
+    t = get_target(name, {"tile_space": "every", **hardware})
     assert isinstance(t, TrainiumTarget)
     return t
 

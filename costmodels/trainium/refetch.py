@@ -1,0 +1,202 @@
+"""Off-chip floors of Trainium's cells: how often a core must fetch each operand, SBUF and PSUM capacities
+included (issue #12, two objectives).
+
+`bounds.split_cells` bounds a cell (a tile structure on one core split) by a core's share of each
+operand, ``stat`` and ``mov`` bytes, each fetched at least once. A point fetches more: `cost.fetches`
+counts a block of an operand again whenever a loop it does not depend on advances outside its innermost
+own loop. `refetch_cases` lists the ways a point can avoid that, each with what it then needs to hold at
+once, and `refetch_floors` prices the cheapest. The per-core block trips are ``hs >= ceil(Ns / bs)`` and
+``hm >= ceil(Nm / bm)`` (``Ns``, ``Nm`` a core's stationary and moving tiles: `nest.split_role` gives
+``block x trips >= tiles`` per axis), ``bs``, ``bm`` at most their block caps.
+
+The stationary operand depends on the s, k and b loops, the moving one on m, k and b, and the open
+output blocks (`cost.live_output_blocks`) are the output loops inside the outermost k loop:
+
+- with one k block (``hk = 1``; only when the k tiles ``Nk`` fit one block, ``Nk <= block_k`` cap): no
+  output block stays open, and whichever of s and m is outside the other refetches the inner loop's
+  partner: ``stat x hm`` or ``mov x hs``. A block holds every k tile then: SBUF holds ``2 bk kslots
+  (bs ts s_stat + bm tm s_mov)`` bytes per partition (`cost.traffic`'s ``inputs_pp``, ``kslots =
+  ceil(tk / pe_rows)``, ``bk >= Nk``), which caps ``bs`` and ``bm``;
+- with several k blocks, the k loop is an own loop of both operands: if the m loop is outside it,
+  the stationary fetches take the m trips (``stat x hm``); if inside, the output stays open across
+  the m blocks (``live >= bs bm hm >= bs Nm`` output tiles). Likewise for s: ``mov x hs`` or ``live >=
+  bm Ns``, and ``live >= Ns Nm`` when both are inside. Open output tiles take ``tm`` elements per
+  partition each in SBUF at the accumulator's bytes (4 for an SBUF fp32 accumulator across k blocks,
+  the output's for PSUM) and, with PSUM accumulation, ``ceil(tm 4 / bank)`` banks each
+  (`cost.accumulation`), which caps the other block.
+
+A case that caps one role's block takes the other's at 1 tile (``bs = 1`` where ``bm`` is capped): the
+capacities grow with both, so that is the largest block a point of the case can have. When both operands
+are refetched, a block's own ``bs x bm`` output tiles are open (across its k blocks), which couples the
+two: the case is split by the stationary block's size into ``[1, 2), [2, 4), ...`` tiles, each with its
+least refetches of the moving share (``bs`` at the range's least) and of the stationary share (``bs`` at
+its most). A case no point can meet (its block cap below 1) is ``inf``. The least over the cases is a
+floor of every point of the cell (the DMA's too, from the same bytes).
+`tests/costmodels/trainium/test_trainium_front_cells.py` checks it against every point of random
+structures on parts with a small SBUF, where the capacities bind, and on the presets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from costmodels.trainium.cost import ProblemConsts
+from costmodels.trainium.hardware import TrainiumHardware
+
+F = np.ndarray
+#: arrays up to this size are priced case by case without first comparing the cases
+_FEW = 256
+
+
+@dataclass(frozen=True)
+class CoreShare:
+    """One core's share of a cell, arrays over (tile_stat, tile_mov, tile_k) choices that broadcast.
+
+    ``ns`` / ``nm`` / ``nk``: stationary, moving and k tiles of the core; ``es`` / ``em`` / ``ek``:
+    elements per tile; ``stat`` / ``mov``: bytes of the core's share of each operand, fetched once.
+    ``k_least``: ``nk`` and ``ek`` are the least over the tile_k choices (a floor of every choice): a
+    k axis of one entry does not say whether some choice has several k tiles, so the several-k-blocks
+    cases stay open.
+    """
+
+    ns: F
+    nm: F
+    nk: F
+    es: F
+    em: F
+    ek: F
+    stat: F
+    mov: F
+    k_least: bool = False
+
+
+def _most(room: F | float, per: F | float, cap: int) -> F:
+    """Most blocks of `per` bytes in `room` bytes, at most `cap` (below 1: none fit)."""
+    return np.minimum(np.floor(room / per), cap)
+
+
+def _times(tiles: F, most: F) -> F:
+    """Fetches of an operand: one per block of the other role's `tiles` in blocks of at most `most` (``inf``: none)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(most >= 1, np.ceil(tiles / np.maximum(most, 1)), np.inf)
+
+
+def _brackets(cap: int) -> list[tuple[int, int]]:
+    """``[lo, hi)`` ranges of block sizes 1 .. `cap` by powers of two: ``(1, 2), (2, 4), ..., (.., cap + 1)``."""
+    out, lo = [], 1
+    while lo <= cap:
+        out.append((lo, min(2 * lo, cap + 1)))
+        lo *= 2
+    return out
+
+
+def _needed(cases: list[tuple[F, F]]) -> list[tuple[F, F]]:
+    """`cases` less those no better than another case at every entry (the first of equals kept), and ``inf`` ones."""
+
+    def no_better(a: tuple[F, F], b: tuple[F, F]) -> bool:
+        return bool(np.all(b[0] <= a[0]) and np.all(b[1] <= a[1]))
+
+    kept: list[tuple[F, F]] = []
+    for i, case in enumerate(cases):
+        if not np.isfinite(case[0]).any():
+            continue
+        beaten = any(
+            j != i and no_better(case, other) and (j < i or not no_better(other, case)) for j, other in enumerate(cases)
+        )
+        if not beaten:
+            kept.append(case)
+    return kept
+
+
+def refetch_cases(
+    hw: TrainiumHardware, c: ProblemConsts, q: CoreShare, caps: tuple[int, int, int]
+) -> list[tuple[F, F]]:
+    """``(stationary, moving)`` fetch multipliers of each way a point can fetch its operands (module docstring).
+
+    A multiplier is ``>= 1`` (the core's share of that operand fetched that many times) or ``inf`` (no
+    point of the case). Shapes broadcast against `q`'s arrays. Cases another case beats everywhere are
+    left out when the arrays are large (`_FEW`).
+    """
+    cap_s, cap_m, cap_k = caps
+    room = float(hw.sbuf_partition_bytes)
+    banks = float(hw.psum_banks)
+    kslots = np.ceil(q.ek / hw.pe_rows)
+    ks: F | float = float(kslots.min()) if kslots.min() == kslots.max() else kslots  # one value: no k axis
+    tile_s, tile_m = 2 * ks * q.es * c.s_stat, 2 * ks * q.em * c.s_mov  # one tile of each, double-buffered
+    per_bank = np.ceil(q.em * 4 / hw.psum_bank_bytes)
+
+    def most_open(own: F, other: F | float, open_tiles: F, cap: int) -> F:
+        """Most blocks of one role when each comes with `open_tiles` open output tiles (either accumulator):
+        inputs ``other + blocks x own`` bytes per partition, open tiles at 4 bytes (SBUF) or the output's (PSUM)."""
+        sbuf_acc = _most(room - other, own + open_tiles * q.em * 4, cap)
+        psum_acc = np.minimum(
+            _most(room - other, own + open_tiles * q.em * c.s_out, cap), np.floor(banks / (open_tiles * per_bank))
+        )
+        return np.maximum(sbuf_acc, psum_acc)
+
+    def gated(mult: F, gate: F | None) -> F:
+        return mult if gate is None else np.where(gate, mult, np.inf)
+
+    one = np.ones((1, 1, 1))
+    cases: list[tuple[F, F]] = []
+    # several k blocks (hk > 1): where a choice has more than one k tile (a k axis of least values: any)
+    several = np.full(np.shape(q.nk), True) if q.k_least else q.nk >= 2
+    if several.any():
+        gate = None if several.all() else several
+        # both refetched: a block's bs x bm output tiles are open; stationary blocks of [lo, hi) tiles
+        for lo, hi in _brackets(cap_s):
+            bm_most = most_open(tile_m, lo * tile_s, np.full(np.shape(tile_m), float(lo)), cap_m)
+            cases.append((gated(_times(q.nm, bm_most), gate), gated(np.ceil(q.ns / (hi - 1)) * one, gate)))
+        # s inside k (the moving share once): each moving tile of a block keeps Ns output tiles open
+        bm_open = most_open(tile_m, tile_s, q.ns, cap_m)
+        cases.append((gated(_times(q.nm, bm_open), gate), gated(one, gate)))
+        # m inside k (the stationary share once): Nm open tiles per stationary tile
+        bs_open = most_open(tile_s, tile_m, q.nm, cap_s)
+        cases.append((gated(one, gate), gated(_times(q.ns, bs_open), gate)))
+        # both inside k: every output tile of the core open
+        all_open = most_open(tile_s + tile_m, 0.0, q.ns * q.nm, 1)
+        cases.append((gated(np.where(all_open >= 1, 1.0, np.inf) * one, gate), gated(one, gate)))
+    # one k block: every k tile in the block (bk >= Nk), no output open across blocks; where Nk fits the cap
+    fits = q.nk <= cap_k
+    if fits.any():
+        gate = None if fits.all() else fits
+        whole_s, whole_m = q.nk * kslots * tile_s / ks, q.nk * kslots * tile_m / ks
+        # a block's output tiles are open at the output's bytes (the other block at 1 tile)
+        bs1 = _most(room - whole_m, whole_s + q.em * c.s_out, cap_s)
+        bm1 = _most(room - whole_s, whole_m + q.em * c.s_out, cap_m)
+        cases.append((gated(_times(q.nm, bm1), gate), gated(np.where(bs1 >= 1, 1.0, np.inf) * one, gate)))
+        cases.append((gated(np.where(bs1 >= 1, 1.0, np.inf) * one, gate), gated(_times(q.ns, bs1), gate)))
+    # leaving out the cases another beats everywhere pays on the arrays of many structures, not on one's
+    return _needed(cases) if max((np.size(x) for x, _ in cases), default=0) > _FEW else cases
+
+
+def refetch_floors(
+    hw: TrainiumHardware,
+    c: ProblemConsts,
+    used: int,
+    share: CoreShare,
+    cases: list[tuple[F, F]],
+    core_out: F,
+) -> tuple[F, F]:
+    """(chip bytes, DMA cycles) floors: the least over `cases`, each ``(stationary, moving)`` fetch multipliers
+    of the core's shares ``share.stat`` and ``share.mov``.
+
+    Each case prices the chip's bytes as `cost.traffic` does (an input at least its real bytes, the
+    output once per core) and the DMA as the larger of a core's bytes over its DMA rate and the chip's
+    over the HBM bandwidth; a case with an ``inf`` multiplier (no point can meet it) prices ``inf``.
+    """
+    chip_least = dma_least = None
+    for x, y in cases:
+        stat, mov = share.stat * x, share.mov * y
+        chip = np.maximum(used * stat, c.real_stat_bytes) + np.maximum(used * mov, c.real_mov_bytes)
+        chip += used * core_out
+        core = stat + mov + core_out
+        dma = np.maximum(core / hw.core_dma_bytes_per_s, chip / hw.hbm_bytes_per_s) * hw.te_clock_hz
+        chip_least = chip if chip_least is None else np.minimum(chip_least, chip)
+        dma_least = dma if dma_least is None else np.minimum(dma_least, dma)
+    if chip_least is None or dma_least is None:  # no case at all: no point
+        inf = np.full(np.shape(share.stat * core_out), np.inf)
+        return inf, inf
+    return chip_least, dma_least
