@@ -202,6 +202,7 @@ def split_cells(
     *,
     offchip: bool = True,
     energy: bool = True,
+    footprint: bool = False,
     k_least: bool = False,
     only: tuple[int, int, int] | None = None,
 ) -> Iterator[tuple[int, tuple[int, int, int], np.ndarray, dict[str, np.ndarray] | None]]:
@@ -226,6 +227,11 @@ def split_cells(
       largest ``block_stat`` / ``block_mov`` / ``block_k`` choices as the block caps): the least of
       those cases, in the bytes and in the DMA term (`tile_bounds` keeps the plain floors, so a cell's
       latency is never below its entry there);
+    - footprint (`footprint`; the same for every split): `cost.accumulation` holds ``2 bk kslots bb (bs
+      t_s s_stat + bm t_m s_mov)`` input bytes and ``live x t_m`` open output elements (at the output's
+      bytes or 4) per SBUF partition, and ``live x banks per tile`` (PSUM) or twice that (SBUF
+      accumulator) PSUM banks: at least one tile of each input double-buffered (``kslots = ceil(t_k /
+      pe_rows)``), one open output tile and one tile's banks, over every partition;
     - energy: `costmodels.energy`'s sum (the MACs fixed, pJ per byte never negative) over the off-chip
       floor and the on-chip floors of `cost.onchip_bytes`, with at least ``n_out`` output tiles and
       ``n_out x T_k`` instructions per core on at least ``c_b c_s c_m`` cores.
@@ -261,6 +267,10 @@ def split_cells(
         no_point = np.zeros((len(choices["tile_stat"]), len(choices["tile_mov"])), dtype=bool)
         ii = np.maximum(np.minimum(hw.matmul_floor_cycles, es), em) * (hw.fp32_cost_factor if c.fp32 else 1.0)
         fill = ek * (es * c.s_stat + em * c.s_mov) / hw.core_dma_bytes_per_s * f
+        if footprint:  # `cost.accumulation`: one tile of each input double-buffered, one open output tile
+            per_bank = np.ceil(em * 4 / hw.psum_bank_bytes)
+            pp = 2 * np.ceil(ek / hw.pe_rows) * (es * c.s_stat + em * c.s_mov) + em * min(c.s_out, 4.0)
+            footprint_floor = (pp + per_bank * hw.psum_bank_bytes) * hw.sbuf_partitions
         for cb, cs, cm in [only] if only is not None else core_splits(cores, batch, int(ns.max()), int(nm.max())):
             n_out = math.ceil(batch / cb) * np.ceil(ns / cs) * np.ceil(nm / cm)
             te = n_out * nk * ii
@@ -291,5 +301,7 @@ def split_cells(
                 sbuf = (n_out * nkek * (es * c.s_stat + em * c.s_mov) + n_out * es * em * 4) * used + chip
                 psum = (n_inst + n_out) * es * em * 4.0 * used
                 floors["energy"] = energy_of.total({"hbm": chip, "sbuf": sbuf, "psum": psum})
+            if footprint:
+                floors["footprint"] = footprint_floor
             floors = {k: np.where(can, np.broadcast_to(v, bound.shape), np.inf) for k, v in floors.items()}
             yield at, (cb, cs, cm), latency, floors

@@ -11,14 +11,15 @@ trade-off the front has not already beaten at its least latency.
 `structure_cells` gives one structure's cells (`mapper.bounds.FrontCellBounded`);
 `cell_blocks` gives every structure's cells, a stationary choice and a split at a time
 (`mapper.bounds.FrontCellBlocks`), for a dominance pass over millions of structures in numpy.
-Latency (seconds), off-chip bytes and energy (pJ) have cells; any other objective (footprint): None.
+Latency (seconds), off-chip bytes, energy (pJ) and footprint (bytes) have cells.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from costmodels.trainium.nest import roles_of
 from workload.problem import Problem
 
 #: the objectives the cells bound
-CELL_OBJECTIVES = ("latency", "offchip_bytes", "energy")
+CELL_OBJECTIVES = ("latency", "offchip_bytes", "energy", "footprint")
 
 
 def _rows(
@@ -51,6 +52,35 @@ def _rows(
     return np.stack([cols[o] for o in objectives], axis=-1)
 
 
+class CellMemo:
+    """The cells of whole (stationary, tile_stat) groups of structures, kept up to `limit_bytes` (oldest out).
+
+    Best-first visits a few groups' structures interleaved: the cells of a group, every (tile_mov,
+    tile_k) at once, cost about as much as a few structures' one at a time.
+    """
+
+    def __init__(self, limit_bytes: int = 64 << 20) -> None:
+        self.limit_bytes = limit_bytes
+        self._groups: OrderedDict[tuple[object, ...], dict[tuple[int, int, int], np.ndarray]] = OrderedDict()
+        self._bytes = 0
+
+    def get(
+        self, key: tuple[object, ...], build: Callable[[], dict[tuple[int, int, int], np.ndarray]]
+    ) -> dict[tuple[int, int, int], np.ndarray]:
+        if key in self._groups:
+            self._groups.move_to_end(key)
+            return self._groups[key]
+        group = build()
+        size = sum(a.nbytes for a in group.values())
+        while self._groups and self._bytes + size > self.limit_bytes:
+            _, old = self._groups.popitem(last=False)
+            self._bytes -= sum(a.nbytes for a in old.values())
+        if size <= self.limit_bytes:
+            self._groups[key] = group
+            self._bytes += size
+        return group
+
+
 def structure_cells(
     problem: Problem,
     hw: TrainiumHardware,
@@ -58,19 +88,41 @@ def structure_cells(
     consts: ProblemConsts_of,
     fixed: dict[str, Choice],
     objectives: tuple[str, ...],
+    memo: CellMemo | None = None,
 ) -> np.ndarray | None:
     """One row per core split of the structure `fixed` (cells x objectives); None: not these objectives.
 
     `fixed` may fix any of `TILE_PARAMS` (the others range over the space's choices: the cells of
-    every structure that agrees with `fixed`).
+    every structure that agrees with `fixed`). With `memo`, a structure that fixes all four reads its
+    rows from its (stationary, tile_stat) group's cells (the same `split_cells` arrays, every tile_mov
+    and tile_k at once).
     """
     if not objectives or not set(objectives) <= set(CELL_OBJECTIVES):
         return None
     choices = {p.name: p.choices for p in space.params}
+    energy, footprint = "energy" in objectives, "footprint" in objectives
+    if memo is not None and all(n in fixed for n in TILE_PARAMS):
+        st, ts = fixed["stationary"], fixed["tile_stat"]
+        group_choices = {**choices, "stationary": (st,), "tile_stat": (ts,)}
+
+        def build() -> dict[tuple[int, int, int], np.ndarray]:
+            got = split_cells(problem, hw, group_choices, consts, energy=energy, footprint=footprint)
+            shape = (len(choices["tile_mov"]), len(choices["tile_k"]), len(objectives))
+            return {split: _rows(hw, lat, floors, objectives).reshape(shape) for _, split, lat, floors in got if floors}
+
+        group = memo.get((st, ts, objectives), build)
+        roles = roles_of(problem, str(st))
+        sizes = {r: [problem.axes[a] for a in roles.axes[r]] for r in "bsm"}
+        _, ns = role_tiles(sizes["s"], (ts,))
+        _, nm = role_tiles(sizes["m"], (fixed["tile_mov"],))
+        at = choices["tile_mov"].index(fixed["tile_mov"]), choices["tile_k"].index(fixed["tile_k"])
+        splits = core_splits(max(int(c) for c in choices["cores"]), math.prod(sizes["b"]), int(ns[0]), int(nm[0]))
+        none = np.full(len(objectives), np.inf)
+        return np.stack([group[split][at] if split in group else none for split in splits])
     narrowed = {**choices, **{n: (fixed[n],) for n in TILE_PARAMS if n in fixed}}
     rows = [
         _rows(hw, lat, floors, objectives)
-        for _, _, lat, floors in split_cells(problem, hw, narrowed, consts, energy="energy" in objectives)
+        for _, _, lat, floors in split_cells(problem, hw, narrowed, consts, energy=energy, footprint=footprint)
         if floors is not None
     ]
     if not rows:  # no split can occur: no feasible point
@@ -105,23 +157,27 @@ def cell_blocks(
     choices = {p.name: p.choices for p in space.params}
     per_stat = math.prod(len(choices[n]) for n in TILE_PARAMS[1:])
     per_tile_stat = per_stat // len(choices["tile_stat"])
-    energy = "energy" in objectives
+    energy, footprint = "energy" in objectives, "footprint" in objectives
 
     def one(at: int) -> Iterator[tuple[int, np.ndarray]]:
         one_stat = {**choices, "stationary": (choices["stationary"][at],)}
         if front is None:
-            for _, _, lat, floors in split_cells(problem, hw, one_stat, consts, energy=energy):
+            for _, _, lat, floors in split_cells(problem, hw, one_stat, consts, energy=energy, footprint=footprint):
                 assert floors is not None
                 yield at * per_stat, _rows(hw, lat, floors, objectives)
             return
-        for _, split, lat, floors in split_cells(problem, hw, one_stat, consts, energy=energy, k_least=True):
+        for _, split, lat, floors in split_cells(
+            problem, hw, one_stat, consts, energy=energy, footprint=footprint, k_least=True
+        ):
             assert floors is not None
             groups = ~dominated_rows(_rows(hw, lat, floors, objectives), front)  # (tile_stat, tile_mov)
             stats = np.flatnonzero(groups.reshape(len(choices["tile_stat"]), -1).any(axis=1))
             if not stats.size:
                 continue
             some = {**one_stat, "tile_stat": tuple(choices["tile_stat"][i] for i in stats)}
-            for _, _, lat, floors in split_cells(problem, hw, some, consts, energy=energy, only=split):
+            for _, _, lat, floors in split_cells(
+                problem, hw, some, consts, energy=energy, footprint=footprint, only=split
+            ):
                 assert floors is not None
                 rows = _rows(hw, lat, floors, objectives).reshape(len(stats), per_tile_stat, -1)
                 for i, block in zip(stats.tolist(), rows, strict=True):

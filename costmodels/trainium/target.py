@@ -30,7 +30,7 @@ its parameter.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,7 @@ from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Para
 from costmodels.trainium.bounds import TILE_PARAMS, EngineBound, tile_bounds
 from costmodels.trainium.cost import Evaluation, ProblemConsts, Quantities, evaluate, lower_bound_cycles
 from costmodels.trainium.energy import operand_bytes, stall_stack
-from costmodels.trainium.front_cells import cell_blocks, cell_of_points, structure_cells
+from costmodels.trainium.front_cells import CellMemo, cell_blocks, cell_of_points, structure_cells
 from costmodels.trainium.hardware import ENERGY_LEVELS, TrainiumHardware
 from costmodels.trainium.mapping import KNOBS, build_mapping, mapping_quantities, structure_errors
 from costmodels.trainium.nest import Roles
@@ -70,6 +70,7 @@ class Prepared:
     coder: SpaceCoder
     scorer: GridScorer | SubgridScorer | None  # None: the problem cannot run here (every point infeasible)
     floor: np.ndarray | None = None  # the priced grid's ``fill + max(te, dma)`` cycles (trainium/bounds.py)
+    cells: CellMemo = field(default_factory=CellMemo)  # several objectives' cells of groups of structures
 
 
 class TrainiumTarget(FamilyTarget[Prepared]):
@@ -185,7 +186,8 @@ class TrainiumTarget(FamilyTarget[Prepared]):
         prep = self.prepared(problem)
         if prep.reasons:
             return None
-        return structure_cells(problem, self.hardware, prep.space, self._run_consts(problem), fixed_choices, objectives)
+        consts = self._run_consts(problem)
+        return structure_cells(problem, self.hardware, prep.space, consts, fixed_choices, objectives, prep.cells)
 
     def structure_cell_of_points(
         self, problem: Problem, fixed_choices: dict[str, Choice], codes: dict[str, np.ndarray]

@@ -310,10 +310,15 @@ class BestFirst(Strategy):
         split = f"the structures of {target.name}'s structural parameters {names}" if preferred else "structures"
         notes = [f"best-first over {total:,} {split} of {cert.inner_points:,} points: {how}"]
         if live is not None and live.live is not None:
+            again = (
+                f"; {live.passes:,} more passes as the front grew left out {live.later:,} of those"
+                if live.passes
+                else ""
+            )
             notes.append(
                 f"after {live.after:,} structures proved the least latency, a pass over every structure's cells "
-                f"({live.seconds:.3f} s) left {live.live:,} whose cells the front did not dominate; the other "
-                f"{live.pruned:,} were pruned by bound"
+                f"left {live.live:,} whose cells the front did not dominate; the other "
+                f"{live.pruned - live.later:,} were pruned by bound{again} (passes: {live.seconds:.3f} s)"
             )
         notes.extend(certificate_notes(cert, point is not None))
         return Searched(

@@ -31,8 +31,9 @@ Blocks = Callable[[np.ndarray], Iterator[tuple[int, np.ndarray]] | None]  # give
 class LivePass:
     """The visits of `bulk_visits` order, cut to the live structures once the best latency is proven.
 
-    `pruned`: structures the pass left out that were not scored before it; `live`: the live
-    structures it found (None until it ran); `seconds`: its time; `after`: structures scored before it.
+    `pruned`: structures the passes left out that were not scored before; `live`: the live
+    structures the first pass found (None until it ran); `seconds`: the passes' time; `after`: structures
+    scored before the first; `passes` / `later`: the passes run as the front grew, and what they left out.
     """
 
     def __init__(
@@ -49,6 +50,7 @@ class LivePass:
         self.blocks, self.seen, self.stop = blocks, seen, stop
         self.pruned, self.seconds, self.after = 0, 0.0, 0
         self.live: int | None = None
+        self.passes, self.later = 0, 0  # passes after the first, and the structures they left out
 
     def key(self, i: int) -> tuple[Choice, ...]:
         codes = np.unravel_index(i, tuple(len(p.choices) for p in self.structural))
@@ -81,5 +83,33 @@ class LivePass:
         live[scored] = False
         idx = np.flatnonzero(live)
         self.live = int(idx.size)
-        for i in idx[np.argsort(self.flat[idx], kind="stable")].tolist():
+        yield from self._live_visits(idx[np.argsort(self.flat[idx], kind="stable")], live, front)
+
+    def _live_visits(
+        self, ordered: np.ndarray, live: np.ndarray, front: np.ndarray
+    ) -> Iterator[tuple[tuple[Choice, ...], float]]:
+        """The live structures in `ordered` order, with a pass again over every structure's cells whenever the
+        front has grown and the visits since the last pass took twice its time (so passes take at most about a
+        third of the search): structures the grown front dominates cell by cell are left out for good."""
+        last, spent = time.perf_counter(), self.seconds
+        for pos, i in enumerate(ordered.tolist()):
+            if not live[i]:
+                continue
             yield self.key(i), float(self.flat[i])
+            grown = self.ev.front_values
+            if time.perf_counter() - last < 2 * spent or grown is None or np.array_equal(grown, front):
+                continue
+            t0 = time.perf_counter()
+            blocks = self.blocks(grown)
+            again = None if blocks is None else live_structures(blocks, self.flat.size, grown, self.stop)
+            spent = time.perf_counter() - t0
+            self.seconds += spent
+            last, front = time.perf_counter(), grown
+            if again is None:
+                continue
+            rest = ordered[pos + 1 :]
+            out = live[rest] & ~again[rest]
+            self.pruned += int(out.sum())
+            self.later += int(out.sum())
+            self.passes += 1
+            live[rest[out]] = False

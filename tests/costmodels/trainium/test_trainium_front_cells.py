@@ -26,7 +26,7 @@ from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
 
-OBJECTIVES = ("latency", "offchip_bytes", "energy")
+OBJECTIVES = ("latency", "offchip_bytes", "energy", "footprint")
 
 
 def _random_problem(rng: random.Random) -> Problem:
@@ -69,7 +69,7 @@ def test_every_feasible_point_is_no_better_than_one_of_its_structures_cells(seed
     checked = 0
     for flat in sorted({rng.randrange(total) for _ in range(12)}):
         cells = t.structure_front_cells(p, _fixed(t, p, flat), OBJECTIVES)
-        assert cells is not None and cells.shape[1] == 3
+        assert cells is not None and cells.shape[1] == len(OBJECTIVES)
         points = _structure_points(t, p, flat)
         # each point has a cell no worse on both objectives (the cells are admissible)
         covered = np.all(cells[None, :, :] <= points[:, None, :] * (1 + RTOL), axis=2).any(axis=1)
@@ -125,9 +125,9 @@ def test_the_cells_of_every_structure_are_the_cells_of_each_alone() -> None:
         key = lambda a: sorted(map(tuple, a[np.isfinite(a[:, 0])].tolist()))  # noqa: E731
         assert key(together) == key(alone)
     # objectives without cells, or another split of the parameters: no cells
-    assert t.structure_front_cell_blocks(p, names, ("latency", "footprint")) is None
+    assert t.structure_front_cell_blocks(p, names, ("latency", "macs")) is None
     assert t.structure_front_cell_blocks(p, names[::-1], OBJECTIVES) is None
-    assert t.structure_front_cells(p, _fixed(t, p, 0), ("footprint",)) is None
+    assert t.structure_front_cells(p, _fixed(t, p, 0), ("macs",)) is None
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -162,7 +162,7 @@ def test_a_front_given_to_the_blocks_leaves_the_same_structures_live(seed: int) 
         ("trn2", conv2d(batch=1, in_channels=2, out_channels=3, input_height=4, input_width=4, kernel=3)),
     ],
 )
-@pytest.mark.parametrize("second", ["offchip_bytes", "energy"])
+@pytest.mark.parametrize("second", ["offchip_bytes", "energy", "footprint"])
 def test_two_objective_bestfirst_returns_the_enumerations_exact_front(
     preset: str, problem: Problem, second: str
 ) -> None:
@@ -249,3 +249,24 @@ def test_a_split_no_cores_and_shard_choice_reaches_is_a_cell_without_points() ->
     assert cells is not None and len(cells) == len(splits) > len(reached)
     for split, row in zip(splits, cells, strict=True):
         assert np.isfinite(row[0]) == (split in reached), split
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cells_read_from_a_groups_cells_are_the_structures_own(seed: int) -> None:
+    """`front_cells.CellMemo`: a structure's rows taken from its (stationary, tile_stat) group's arrays are the
+    rows of the structure priced alone, value for value; a memo too small for a group still answers."""
+    from costmodels.trainium.front_cells import CellMemo, structure_cells
+
+    rng = random.Random(300 + seed)
+    p, t = _random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]), **PARTS[seed % len(PARTS)])
+    space = t.space(p)
+    consts = t._run_consts(p)  # the target's own consts, as `structure_front_cells` passes them
+    total = int(np.prod([len(q.choices) for q in space.params[:4]]))
+    memo, tiny = CellMemo(), CellMemo(limit_bytes=1)
+    for flat in sorted({rng.randrange(total) for _ in range(15)}):
+        fixed = _fixed(t, p, flat)
+        alone = structure_cells(p, t.hardware, space, consts, fixed, OBJECTIVES)
+        assert alone is not None
+        for m in (memo, tiny):
+            got = structure_cells(p, t.hardware, space, consts, fixed, OBJECTIVES, m)
+            assert got is not None and np.array_equal(got, alone), (p.label, flat)
