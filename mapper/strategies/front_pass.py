@@ -25,6 +25,11 @@ from costmodels.protocol import Choice, Param
 from mapper.bounds import RTOL, live_structures
 from mapper.strategies.objective import Evaluator
 
+#: a pass again only while at least this share of all structures is left to visit: a pass prices every
+#: structure's cells in numpy (Trainium: 0.15-1.6 s for 4.5 M) where a visit checks one structure's cells
+#: and may score its points (0.1-6 ms), about a thousand times the pass's time per structure
+REPASS_SHARE = 1e-3
+
 Blocks = Callable[[np.ndarray], Iterator[tuple[int, np.ndarray]] | None]  # given the front
 
 
@@ -89,8 +94,10 @@ class LivePass:
         self, ordered: np.ndarray, live: np.ndarray, front: np.ndarray
     ) -> Iterator[tuple[tuple[Choice, ...], float]]:
         """The live structures in `ordered` order, with a pass again over every structure's cells whenever the
-        front has grown and the visits since the last pass took twice its time (so passes take at most about a
-        third of the search): structures the grown front dominates cell by cell are left out for good."""
+        front has grown, the visits since the last pass took twice its time (so passes take at most about a
+        third of the search) and at least `REPASS_SHARE` of all structures are left to visit (a pass costs
+        about what visiting that share does: below it, visiting them one by one is cheaper). Structures the
+        grown front dominates cell by cell are left out for good."""
         last, spent = time.perf_counter(), self.seconds
         for pos, i in enumerate(ordered.tolist()):
             if not live[i]:
@@ -98,6 +105,8 @@ class LivePass:
             yield self.key(i), float(self.flat[i])
             grown = self.ev.front_values
             if time.perf_counter() - last < 2 * spent or grown is None or np.array_equal(grown, front):
+                continue
+            if int(live[ordered[pos + 1 :]].sum()) < REPASS_SHARE * self.flat.size:
                 continue
             t0 = time.perf_counter()
             blocks = self.blocks(grown)

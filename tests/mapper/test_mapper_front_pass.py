@@ -1,0 +1,60 @@
+"""Best-first's dominance passes over every structure's cells (`mapper.strategies.front_pass.LivePass`).
+
+- the first pass runs once the best latency is proven and leaves out the structures the front dominates;
+- as the front grows, a pass runs again and leaves out the structures left to visit that the grown front
+  dominates (counted as pruned), but not when too few structures are left for a pass to pay.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from costmodels.protocol import Param
+from mapper.strategies import front_pass
+from mapper.strategies.front_pass import LivePass
+
+N = 10
+#: structure i: latency bound i + 1, one cell (latency i + 1, bytes 100 - 10 i)
+CELLS = np.array([[i + 1.0, 100.0 - 10 * i] for i in range(N)])
+
+
+def _run(grown_front: np.ndarray) -> tuple[list[int], LivePass]:
+    ev = SimpleNamespace(front_values=np.array([[0.5, 1000.0]]))  # dominates no cell
+    structural = (Param(name="x", choices=tuple(range(N))),)
+    flat = CELLS[:, 0].copy()
+
+    def blocks(front: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+        time.sleep(0.002)  # a pass takes some time: the visits after it must take twice that
+        yield 0, CELLS
+
+    lp = LivePass(flat, structural, ev, 0, blocks, set(), lambda: False)  # type: ignore[arg-type]
+    order = ((key, float(flat[key[0]])) for key in ((i,) for i in range(N)))
+    visited = []
+    for key, _ in lp.visits(order):
+        visited.append(int(key[0]))
+        ev.front_values = grown_front  # the first visit grows the front
+        time.sleep(0.006)
+    return visited, lp
+
+
+def test_a_pass_runs_again_as_the_front_grows_and_leaves_out_what_it_dominates() -> None:
+    # (0.5, 55) dominates the cells of structures 0-4 (bytes 100 .. 60): 1-4 are still to visit
+    visited, lp = _run(np.array([[0.5, 55.0]]))
+    assert visited == [0, 5, 6, 7, 8, 9]
+    assert lp.live == N and lp.passes == 1 and lp.later == 4 and lp.pruned == 4
+
+
+def test_no_pass_again_when_the_front_has_not_changed() -> None:
+    visited, lp = _run(np.array([[0.5, 1000.0]]))
+    assert visited == list(range(N)) and lp.passes == 0 and lp.pruned == 0
+
+
+def test_no_pass_again_when_too_few_structures_are_left(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(front_pass, "REPASS_SHARE", 1.0)  # every structure would have to be left to visit
+    visited, lp = _run(np.array([[0.5, 55.0]]))
+    assert visited == list(range(N)) and lp.passes == 0 and lp.pruned == 0
