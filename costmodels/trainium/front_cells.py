@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -55,21 +55,27 @@ def _rows(
 class CellMemo:
     """The cells of whole (stationary, tile_stat) groups of structures, kept up to `limit_bytes` (oldest out).
 
-    Best-first visits a few groups' structures interleaved: the cells of a group, every (tile_mov,
-    tile_k) at once, cost about as much as a few structures' one at a time.
+    Best-first may visit many structures of a few groups, interleaved: the cells of a group, every
+    (tile_mov, tile_k) at once, cost about as much as some tens of structures' one at a time. So a group
+    is priced whole once more than `after` of its structures were asked for (`get` says None before:
+    price the structure alone), and visits spread over many groups price no group they do not use.
     """
 
-    def __init__(self, limit_bytes: int = 64 << 20) -> None:
-        self.limit_bytes = limit_bytes
+    def __init__(self, limit_bytes: int = 64 << 20, after: int = 16) -> None:
+        self.limit_bytes, self.after = limit_bytes, after
         self._groups: OrderedDict[tuple[object, ...], dict[tuple[int, int, int], np.ndarray]] = OrderedDict()
+        self._asked: Counter[tuple[object, ...]] = Counter()
         self._bytes = 0
 
     def get(
         self, key: tuple[object, ...], build: Callable[[], dict[tuple[int, int, int], np.ndarray]]
-    ) -> dict[tuple[int, int, int], np.ndarray]:
+    ) -> dict[tuple[int, int, int], np.ndarray] | None:
         if key in self._groups:
             self._groups.move_to_end(key)
             return self._groups[key]
+        self._asked[key] += 1
+        if self._asked[key] <= self.after:
+            return None
         group = build()
         size = sum(a.nbytes for a in group.values())
         while self._groups and self._bytes + size > self.limit_bytes:
@@ -94,13 +100,14 @@ def structure_cells(
 
     `fixed` may fix any of `TILE_PARAMS` (the others range over the space's choices: the cells of
     every structure that agrees with `fixed`). With `memo`, a structure that fixes all four reads its
-    rows from its (stationary, tile_stat) group's cells (the same `split_cells` arrays, every tile_mov
-    and tile_k at once).
+    rows from its (stationary, tile_stat) group's cells once the memo prices that group (the same
+    `split_cells` arrays, every tile_mov and tile_k at once).
     """
     if not objectives or not set(objectives) <= set(CELL_OBJECTIVES):
         return None
     choices = {p.name: p.choices for p in space.params}
     energy, footprint = "energy" in objectives, "footprint" in objectives
+    group = None
     if memo is not None and all(n in fixed for n in TILE_PARAMS):
         st, ts = fixed["stationary"], fixed["tile_stat"]
         group_choices = {**choices, "stationary": (st,), "tile_stat": (ts,)}
@@ -111,6 +118,7 @@ def structure_cells(
             return {split: _rows(hw, lat, floors, objectives).reshape(shape) for _, split, lat, floors in got if floors}
 
         group = memo.get((st, ts, objectives), build)
+    if group is not None:
         roles = roles_of(problem, str(st))
         sizes = {r: [problem.axes[a] for a in roles.axes[r]] for r in "bsm"}
         _, ns = role_tiles(sizes["s"], (ts,))

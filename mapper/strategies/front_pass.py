@@ -1,17 +1,18 @@
 """Best-first's visit order with several objectives where the target bounds every structure's cells.
 
-With several objectives the structures are still visited by ascending latency bound, and the
-search may stop only once the front dominates the next structure's vector (its latency bound beside
-the whole problem's floors): on a space of millions of structures (Trainium's every tile count) that
+With several objectives the structures are still visited by ascending latency bound, and the search
+may stop only once the front dominates the next structure's vector (its latency bound beside the
+whole problem's floors): on a space of millions of structures (Trainium's every tile count) that
 stop comes after nearly all of them, because a structure's least latency and its least bytes sit in
 different cells (`mapper.bounds.FrontCellBounded`). `LivePass` visits in latency order until the
 best latency is proven (the next bound is not below the least latency found: the front's fastest
-point is then the optimum's value), then runs one dominance pass over every structure's cells
+point is then the optimum's value), then runs a dominance pass over every structure's cells
 (`mapper.bounds.FrontCellBlocks`, `live_structures`) and goes on with the live structures only, in
-the same ascending order. A structure that is not live has every point dominated by, or equal in
-value to, a front point, and the front only grows, so it can be left out for good: it counts as
-pruned by bound. The live structures are then visited as before (each checked again against the
-grown front by its own cells), so the front is the exact front over the space when they are done.
+the same ascending order, running the pass again as the front grows where that pays
+(`_live_visits`). A structure that is not live has every point dominated by, or equal in value to, a
+front point, and the front only grows, so it can be left out for good: it counts as pruned by bound.
+The live structures are then visited as before (each checked again against the grown front by its
+own cells), so the front is the exact front over the space when they are done.
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from costmodels.protocol import Choice, Param
 from mapper.bounds import RTOL, live_structures
 from mapper.strategies.objective import Evaluator
 
-#: a pass again only while at least this share of all structures is left to visit: a pass prices every
-#: structure's cells in numpy (Trainium: 0.15-1.6 s for 4.5 M) where a visit checks one structure's cells
-#: and may score its points (0.1-6 ms), about a thousand times the pass's time per structure
-REPASS_SHARE = 1e-3
+#: a pass again only when the live structures left, at the visits' pace since the last pass, would take at
+#: least this many times the last pass's time (a pass prices every structure's cells in numpy, a visit checks
+#: one structure's cells and may score its points: which pays depends on how many are left)
+REPASS_PAYS = 2.0
 
 Blocks = Callable[[np.ndarray], Iterator[tuple[int, np.ndarray]] | None]  # given the front
 
@@ -95,25 +96,28 @@ class LivePass:
     ) -> Iterator[tuple[tuple[Choice, ...], float]]:
         """The live structures in `ordered` order, with a pass again over every structure's cells whenever the
         front has grown, the visits since the last pass took twice its time (so passes take at most about a
-        third of the search) and at least `REPASS_SHARE` of all structures are left to visit (a pass costs
-        about what visiting that share does: below it, visiting them one by one is cheaper). Structures the
-        grown front dominates cell by cell are left out for good."""
-        last, spent = time.perf_counter(), self.seconds
+        third of the search) and the live structures left would take `REPASS_PAYS` passes at the visits'
+        pace (else visiting them one by one costs less). Structures the grown front dominates cell by cell
+        are left out for good. Which passes run depends on the clock; the front found does not, once every
+        live structure is visited or left out."""
+        last, spent, visits = time.perf_counter(), self.seconds, 0
         for pos, i in enumerate(ordered.tolist()):
             if not live[i]:
                 continue
             yield self.key(i), float(self.flat[i])
+            visits += 1
             grown = self.ev.front_values
-            if time.perf_counter() - last < 2 * spent or grown is None or np.array_equal(grown, front):
+            since = time.perf_counter() - last
+            if since < 2 * spent or grown is None or np.array_equal(grown, front):
                 continue
-            if int(live[ordered[pos + 1 :]].sum()) < REPASS_SHARE * self.flat.size:
+            if int(live[ordered[pos + 1 :]].sum()) * since / visits < REPASS_PAYS * spent:
                 continue
             t0 = time.perf_counter()
             blocks = self.blocks(grown)
             again = None if blocks is None else live_structures(blocks, self.flat.size, grown, self.stop)
             spent = time.perf_counter() - t0
             self.seconds += spent
-            last, front = time.perf_counter(), grown
+            last, front, visits = time.perf_counter(), grown, 0
             if again is None:
                 continue
             rest = ordered[pos + 1 :]

@@ -2,7 +2,7 @@
 
 - the first pass runs once the best latency is proven and leaves out the structures the front dominates;
 - as the front grows, a pass runs again and leaves out the structures left to visit that the grown front
-  dominates (counted as pruned), but not when too few structures are left for a pass to pay.
+  dominates (counted as pruned), but not when visiting the structures left costs less than a pass.
 """
 
 from __future__ import annotations
@@ -55,6 +55,6 @@ def test_no_pass_again_when_the_front_has_not_changed() -> None:
 
 
 def test_no_pass_again_when_too_few_structures_are_left(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(front_pass, "REPASS_SHARE", 1.0)  # every structure would have to be left to visit
+    monkeypatch.setattr(front_pass, "REPASS_PAYS", 1e9)  # visiting what is left always costs less than a pass
     visited, lp = _run(np.array([[0.5, 55.0]]))
     assert visited == list(range(N)) and lp.passes == 0 and lp.pruned == 0

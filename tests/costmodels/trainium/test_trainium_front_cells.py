@@ -254,7 +254,8 @@ def test_a_split_no_cores_and_shard_choice_reaches_is_a_cell_without_points() ->
 @pytest.mark.parametrize("seed", range(3))
 def test_cells_read_from_a_groups_cells_are_the_structures_own(seed: int) -> None:
     """`front_cells.CellMemo`: a structure's rows taken from its (stationary, tile_stat) group's arrays are the
-    rows of the structure priced alone, value for value; a memo too small for a group still answers."""
+    rows of the structure priced alone, value for value; a memo too small for a group still answers, and one
+    that prices a group after some asks answers alone until then."""
     from costmodels.trainium.front_cells import CellMemo, structure_cells
 
     rng = random.Random(300 + seed)
@@ -262,11 +263,11 @@ def test_cells_read_from_a_groups_cells_are_the_structures_own(seed: int) -> Non
     space = t.space(p)
     consts = t._run_consts(p)  # the target's own consts, as `structure_front_cells` passes them
     total = int(np.prod([len(q.choices) for q in space.params[:4]]))
-    memo, tiny = CellMemo(), CellMemo(limit_bytes=1)
+    memo, tiny, later = CellMemo(after=0), CellMemo(limit_bytes=1, after=0), CellMemo(after=2)
     for flat in sorted({rng.randrange(total) for _ in range(15)}):
         fixed = _fixed(t, p, flat)
         alone = structure_cells(p, t.hardware, space, consts, fixed, OBJECTIVES)
         assert alone is not None
-        for m in (memo, tiny):
+        for m in (memo, tiny, later):
             got = structure_cells(p, t.hardware, space, consts, fixed, OBJECTIVES, m)
             assert got is not None and np.array_equal(got, alone), (p.label, flat)
