@@ -197,7 +197,7 @@ def test_a_pass_keeps_a_structure_with_one_undominated_cell() -> None:
 
 
 def test_every_loop_order_fetches_one_operand_again_when_both_roles_have_several_blocks() -> None:
-    """The case `bounds.refetch_floors` rests on: with s and m both blocked, no order keeps both operands."""
+    """What `refetch.refetch_cases` rests on: with s and m both blocked, no order keeps both operands."""
     from costmodels.trainium.orders import ORDERS, distinct_orders
     from costmodels.trainium.scoring import order_effects
 
