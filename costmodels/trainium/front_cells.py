@@ -53,15 +53,17 @@ def _rows(
 
 
 class CellMemo:
-    """The cells of whole (stationary, tile_stat) groups of structures, kept up to `limit_bytes` (oldest out).
+    """The cells of whole (stationary, tile_stat, tile_k) groups of structures, kept up to `limit_bytes`
+    (oldest out).
 
-    Best-first may visit many structures of a few groups, interleaved: the cells of a group, every
-    (tile_mov, tile_k) at once, cost about as much as some tens of structures' one at a time. So a group
-    is priced whole once more than `after` of its structures were asked for (`get` says None before:
-    price the structure alone), and visits spread over many groups price no group they do not use.
+    Best-first visits many structures of a few such groups, interleaved (on Llama-7B prefill's
+    mlp.gate_proj, tens of visits per group): the cells of a group, every tile_mov at once, cost about
+    as much as one structure's (numpy's per-call overhead, not the arrays, is the cost). So a group is
+    priced whole once more than `after` of its structures were asked for (`get` says None before: price
+    the structure alone), and a group visited once is not priced whole.
     """
 
-    def __init__(self, limit_bytes: int = 64 << 20, after: int = 16) -> None:
+    def __init__(self, limit_bytes: int = 64 << 20, after: int = 1) -> None:
         self.limit_bytes, self.after = limit_bytes, after
         self._groups: OrderedDict[tuple[object, ...], dict[tuple[int, int, int], np.ndarray]] = OrderedDict()
         self._asked: Counter[tuple[object, ...]] = Counter()
@@ -100,8 +102,8 @@ def structure_cells(
 
     `fixed` may fix any of `TILE_PARAMS` (the others range over the space's choices: the cells of
     every structure that agrees with `fixed`). With `memo`, a structure that fixes all four reads its
-    rows from its (stationary, tile_stat) group's cells once the memo prices that group (the same
-    `split_cells` arrays, every tile_mov and tile_k at once).
+    rows from its (stationary, tile_stat, tile_k) group's cells once the memo prices that group (the
+    same `split_cells` arrays, every tile_mov at once).
     """
     if not objectives or not set(objectives) <= set(CELL_OBJECTIVES):
         return None
@@ -109,21 +111,21 @@ def structure_cells(
     energy, footprint = "energy" in objectives, "footprint" in objectives
     group = None
     if memo is not None and all(n in fixed for n in TILE_PARAMS):
-        st, ts = fixed["stationary"], fixed["tile_stat"]
-        group_choices = {**choices, "stationary": (st,), "tile_stat": (ts,)}
+        st, ts, tk = fixed["stationary"], fixed["tile_stat"], fixed["tile_k"]
+        group_choices = {**choices, "stationary": (st,), "tile_stat": (ts,), "tile_k": (tk,)}
 
         def build() -> dict[tuple[int, int, int], np.ndarray]:
             got = split_cells(problem, hw, group_choices, consts, energy=energy, footprint=footprint)
-            shape = (len(choices["tile_mov"]), len(choices["tile_k"]), len(objectives))
+            shape = (len(choices["tile_mov"]), len(objectives))
             return {split: _rows(hw, lat, floors, objectives).reshape(shape) for _, split, lat, floors in got if floors}
 
-        group = memo.get((st, ts, objectives), build)
+        group = memo.get((st, ts, tk, objectives), build)
     if group is not None:
         roles = roles_of(problem, str(st))
         sizes = {r: [problem.axes[a] for a in roles.axes[r]] for r in "bsm"}
         _, ns = role_tiles(sizes["s"], (ts,))
         _, nm = role_tiles(sizes["m"], (fixed["tile_mov"],))
-        at = choices["tile_mov"].index(fixed["tile_mov"]), choices["tile_k"].index(fixed["tile_k"])
+        at = choices["tile_mov"].index(fixed["tile_mov"])
         splits = core_splits(max(int(c) for c in choices["cores"]), math.prod(sizes["b"]), int(ns[0]), int(nm[0]))
         none = np.full(len(objectives), np.inf)
         return np.stack([group[split][at] if split in group else none for split in splits])
