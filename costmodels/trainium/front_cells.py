@@ -121,14 +121,9 @@ def structure_cells(
 
         group = memo.get((st, ts, tk, objectives), build)
     if group is not None:
-        roles = roles_of(problem, str(st))
-        sizes = {r: [problem.axes[a] for a in roles.axes[r]] for r in "bsm"}
-        _, ns = role_tiles(sizes["s"], (ts,))
-        _, nm = role_tiles(sizes["m"], (fixed["tile_mov"],))
         at = choices["tile_mov"].index(fixed["tile_mov"])
-        splits = core_splits(max(int(c) for c in choices["cores"]), math.prod(sizes["b"]), int(ns[0]), int(nm[0]))
         none = np.full(len(objectives), np.inf)
-        return np.stack([group[split][at] if split in group else none for split in splits])
+        return np.stack([group[split][at] if split in group else none for split in _splits_of(problem, choices, fixed)])
     narrowed = {**choices, **{n: (fixed[n],) for n in TILE_PARAMS if n in fixed}}
     rows = [
         _rows(hw, lat, floors, objectives)
@@ -199,6 +194,22 @@ def cell_blocks(
     return (block for step in itertools.zip_longest(*runs) for block in step if block is not None)
 
 
+def _role_sizes(problem: Problem, fixed: dict[str, Choice]) -> dict[str, list[int]]:
+    """The b, s and m roles' axis sizes under the structure's stationary choice."""
+    roles = roles_of(problem, str(fixed["stationary"]))
+    return {r: [problem.axes[a] for a in roles.axes[r]] for r in "bsm"}
+
+
+def _splits_of(
+    problem: Problem, choices: dict[str, tuple[Choice, ...]], fixed: dict[str, Choice]
+) -> list[tuple[int, int, int]]:
+    """The core splits of one tile structure in `bounds.core_splits` order: `structure_cells`' rows."""
+    sizes = _role_sizes(problem, fixed)
+    _, ns = role_tiles(sizes["s"], (fixed["tile_stat"],))
+    _, nm = role_tiles(sizes["m"], (fixed["tile_mov"],))
+    return core_splits(max(int(c) for c in choices["cores"]), math.prod(sizes["b"]), int(ns[0]), int(nm[0]))
+
+
 def cell_of_points(
     problem: Problem, space: SearchSpace, fixed: dict[str, Choice], codes: dict[str, np.ndarray]
 ) -> np.ndarray | None:
@@ -212,13 +223,9 @@ def cell_of_points(
     if any(n not in fixed for n in TILE_PARAMS):
         return None
     choices = {p.name: p.choices for p in space.params}
-    roles = roles_of(problem, str(fixed["stationary"]))
-    sizes = {r: [problem.axes[a] for a in roles.axes[r]] for r in "bsm"}
+    sizes = _role_sizes(problem, fixed)
     ts, tm = int(fixed["tile_stat"]), int(fixed["tile_mov"])
-    _, ns = role_tiles(sizes["s"], (ts,))
-    _, nm = role_tiles(sizes["m"], (tm,))
-    splits = core_splits(max(int(c) for c in choices["cores"]), math.prod(sizes["b"]), int(ns[0]), int(nm[0]))
-    row = {split: i for i, split in enumerate(splits)}
+    row = {split: i for i, split in enumerate(_splits_of(problem, choices, fixed))}
     table = np.empty((len(choices["cores"]), len(choices["shard"])), dtype=np.intp)
     for (i, cores), (j, shard) in itertools.product(enumerate(choices["cores"]), enumerate(choices["shard"])):
         split = point_split(sizes, ts, tm, int(cores), str(shard))

@@ -162,7 +162,8 @@ def refetch_cases(
     fits = q.nk <= cap_k
     if fits.any():
         gate = None if fits.all() else fits
-        whole_s, whole_m = q.nk * kslots * tile_s / ks, q.nk * kslots * tile_m / ks
+        whole = 2 * q.nk * kslots  # k slots of a block holding every k tile, double-buffered
+        whole_s, whole_m = whole * q.es * c.s_stat, whole * q.em * c.s_mov
         # a block's output tiles are open at the output's bytes (the other block at 1 tile)
         bs1 = _most(room - whole_m, whole_s + q.em * c.s_out, cap_s)
         bm1 = _most(room - whole_s, whole_m + q.em * c.s_out, cap_m)
