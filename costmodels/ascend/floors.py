@@ -29,21 +29,28 @@ structure does not fix (``low``), so each bounds the term at every point of the 
 
 - ``cube >= low(tiles_m * lknk * u) * low(tiles_n * v) + head * low(tiles_m * lknk) * low(tiles_n)``;
 - ``mte1 >= low(tiles_m * lknk * a1) * low(tiles_n) + low(tiles_m) * low(lknk * tiles_n * b1)``;
-- ``gm_core >= min(X_a, X_b)`` with ``X_a = blocks_m * nk * ach + steps * bch`` and ``X_b = steps * ach +
-  bnb * nk * bch``: ``max(refetch, blocks_m) >= blocks_m * nk`` (``refetch = steps >= blocks_m * nk`` when
-  ``nk > 1``, else ``nk = 1``) gives ``a_res >= X_a``, and ``max(refetch, bnb) >= bnb * nk`` (``steps >=
-  bnb * nk`` as ``blocks_m >= batch blocks``, all integers >= 1) gives ``b_res >= X_b``; with ``steps =
-  blocks_m * bn * nk``, ``gm_core >= gm = min(low(blocks_m * nk * ach) + low(blocks_m) * low(bn * nk * bch),
-  low(blocks_m * nk * ach) * low(bn) + low(bnb * nk * bch))`` and ``mte2 >= gm / mte2_rate``;
+- ``gm_core >= min(X_a, X_b)``, the two block orders (``steps = blocks_m * bn * nk``). With one K chunk
+  (``nk = 1``, ``refetch = 0``) ``a_res = blocks_m * ach + steps * bch`` and ``b_res = steps * ach + bnb *
+  bch``; with several (``refetch = steps``, at least ``blocks_m`` and ``bnb``) every chunk moves every step,
+  ``a_res = b_res = steps * (ach + bch)``. So ``X_a = min(low(blocks_m * ach | nk = 1), low(blocks_m * nk *
+  ach | nk > 1) * low(bn)) + low(blocks_m) * low(bn * nk * bch)`` and ``X_b = low(blocks_m * nk * ach) *
+  low(bn) + min(low(bnb * bch | nk = 1), low(blocks_m) * low(bn * nk * bch | nk > 1))`` (``| nk = 1``: the
+  minimum over the K choices with one chunk only), and ``mte2 >= gm / mte2_rate`` with ``gm = min(X_a,
+  X_b)``;
 - ``fix >= out / fix_rate`` with ``out = low(bo_m) * low(bo_n) <= out_bytes``;
 - ``hbm >= min_bytes / hbm_rate``, and with the inputs in HBM (not L2-resident) ``offchip = max(min_bytes,
-  cores_m * cores_n * (gm_core + out_bytes)) >= max(min_bytes, low(cores_m) * low(cores_n) * (gm + out))``.
+  cores_m * cores_n * (gm_core + out_bytes))``, floored by the same ``X_a``, ``X_b`` with ``cores_m`` in
+  every factor of the M side and ``cores_n`` in every factor of the N side (``gm_all``), plus
+  ``low(cores_m * bo_m) * low(cores_n * bo_n)``.
 
 A feasible point passes the checks of `cost.cube_checks`, so the terms of ``u`` and ``a1`` are taken
 only over the (base_m, base_k) choices with ``rng_m`` and ``l0a * h <= L0A``, and those of ``v`` and
 ``b1`` over the (base_k, base_n) choices with ``rng_n`` and ``l0b * h <= L0B`` (``h`` of double
 buffering); ``inf`` where none passes (then the structure has no feasible point and its exact
-bound is ``inf`` too). The floor is ``max(F, hbm floor) / clock`` with ``F`` the sum of
+bound is ``inf`` too). The GM terms take an M side's blocks and A chunks only where that side passes
+alone what a feasible point needs: L0A as above, its A chunk beside the least B chunk of the same K
+choice in L1 (``(l1a + least l1b) * h <= L1``), its accumulator rows beside the narrowest columns in
+L0C; the N side likewise. The floor is ``max(F, hbm floor) / clock`` with ``F`` the sum of
 the four term floors (double buffering off) or their maximum (on); a structure that does not fix
 double buffering takes the lower of the two. It is finally scaled by ``1 - FLOOR_SLACK``: the
 products of minima are rounded differently from the model's products, and the floor must not
@@ -61,28 +68,43 @@ import numpy as np
 from costmodels.ascend.cube_tables import CUBE_ORDER
 from costmodels.ascend.scoring import Prepared
 
+#: the axes of the tables' layout of base_k and l1_k, base_m and l1_m, base_n and l1_n
+_K, _M, _N = ((CUBE_ORDER.index(a), CUBE_ORDER.index(b)) for a, b in ((1, 4), (0, 3), (2, 5)))
+#: the objectives `cube_structure_front_floors` floors
+FRONT_FLOORED = frozenset({"latency", "offchip_bytes", "energy", "footprint"})
 #: relative margin that keeps a floor below the exact bound despite rounding (far below `mapper.bounds.RTOL`)
 FLOOR_SLACK = 1e-12
-_DB = CUBE_ORDER.index(6)  # the double_buffer axis of the tables' layout
 
 
-def cube_structure_floors(prep: Prepared, names: tuple[str, ...]) -> np.ndarray:
-    """An admissible floor (seconds) of every structure of the `names` parameters, in their choices' C order.
+class FloorGrid:
+    """The cube tables' fields seen from the structures of the `names` parameters.
+
+    `low` takes a product's minimum over the parameters the structures leave free, and `laid_out`
+    turns a floor over the tables' axes into one entry per structure (the names' choices in C order).
 
     Raises:
         ValueError: a name is not a parameter of the space.
     """
-    order = [p.name for p in prep.space.params]
-    unknown = sorted(set(names) - set(order))
-    if unknown:
-        raise ValueError(f"no parameter {unknown[0]!r} in this space: its parameters are {sorted(order)}")
-    keep = {CUBE_ORDER.index(order.index(n)) for n in names}
-    drop = tuple(i for i in range(len(CUBE_ORDER)) if i not in keep)
 
-    def low(*factors: np.ndarray) -> np.ndarray:
+    def __init__(self, prep: Prepared, names: tuple[str, ...]) -> None:
+        order = [p.name for p in prep.space.params]
+        unknown = sorted(set(names) - set(order))
+        if unknown:
+            raise ValueError(f"no parameter {unknown[0]!r} in this space: its parameters are {sorted(order)}")
+        self.keep = {CUBE_ORDER.index(order.index(n)) for n in names}
+        self.drop = tuple(i for i in range(len(CUBE_ORDER)) if i not in self.keep)
+        self.shape = [
+            len(prep.space.params[order.index(n)].choices) if i in self.keep else 1 for i, n in _axis_names(order)
+        ]
+        self.axes = [CUBE_ORDER.index(order.index(n)) for n in names]
+        self.f = {k: v for t in prep.tables for k, v in t.fields.items()}
+        self.c = prep.consts
+
+    def low(self, *factors: np.ndarray) -> np.ndarray:
         """The minimum of the factors' product over the parameters the structures leave free (kept axes stay,
         size 1 elsewhere). Each factor is first reduced over the free axes no other factor spans: the factors
-        are positive, so ``min_x a(x, y) b(y) = b(y) min_x a(x, y)`` and the product spans fewer cells."""
+        are non-negative, so ``min_x a(x, y) b(y) = b(y) min_x a(x, y)`` and the product spans fewer cells."""
+        drop = self.drop
         solo = [
             tuple(ax for ax in drop if a.shape[ax] > 1 and all(b.shape[ax] == 1 for b in factors if b is not a))
             for a in factors
@@ -92,35 +114,151 @@ def cube_structure_floors(prep: Prepared, names: tuple[str, ...]) -> np.ndarray:
         )
         return np.asarray(prod).min(axis=drop, keepdims=True)
 
-    f = {k: v for t in prep.tables for k, v in t.fields.items()}
-    c = prep.consts
+    def laid_out(self, floor: np.ndarray) -> np.ndarray:
+        """`floor` (over the tables' axes) as one entry per structure: the least over the free axes it still
+        spans, in the names' C order."""
+        spans = tuple(ax for ax in self.drop if np.shape(floor)[ax] > 1)
+        if spans:
+            floor = np.min(floor, axis=spans, keepdims=True)
+        full = np.broadcast_to(floor, self.shape)
+        drop = [i for i in range(len(CUBE_ORDER)) if i not in self.axes]
+        return np.array(full.transpose(*self.axes, *drop).reshape(tuple(self.shape[a] for a in self.axes)), order="C")
+
+
+def _terms(g: FloorGrid) -> dict[str, np.ndarray]:
+    """Per-core floors of the model's terms (the module's docstring) over the tables' axes, the free ones
+    reduced: the pipes' cycles (``cube``, ``mte1``, ``mte2``, ``fix``), GM bytes (``gm``), output bytes
+    (``out``) and the off-chip bytes of all cores (``offchip``)."""
+    f, c, low = g.f, g.c, g.low
     inf = np.inf
     ok_a = f["rng_m"] & (f["l0a"] * f["h"] <= c.l0a)  # (double_buffer, base_k, base_m)
     ok_b = f["rng_n"] & (f["l0b"] * f["h"] <= c.l0b)  # (double_buffer, base_k, base_n)
     u, a1 = np.where(ok_a, f["u"], inf), np.where(ok_a, f["a1"], inf)
     v, b1 = np.where(ok_b, f["v"], inf), np.where(ok_b, f["b1"], inf)
     tm, lknk, tn = f["tiles_m"], f["lknk"], f["tiles_n"]
-    cube = low(tm, lknk, u) * low(tn, v) + c.head * low(tm, lknk) * low(tn)
-    mte1 = low(tm, lknk, a1) * low(tn) + low(tm) * low(lknk, tn, b1)
-    a_all = low(f["blocks_m"], f["nk"], f["ach"])  # A's bytes of every M block, every K chunk
-    a_res = a_all + low(f["blocks_m"]) * low(f["bn"], f["nk"], f["bch"])
-    b_res = a_all * low(f["bn"]) + low(f["bnb"], f["nk"], f["bch"])
-    gm = np.minimum(a_res, b_res)
-    mte2 = gm / c.mte2_rate
+    # GM bytes: each side's blocks and chunks only where that side can be feasible (its tiles in L0A/L0B, its
+    # chunk alone in L1, its accumulators in L0C beside the narrowest other side's)
+    h, l1a, l1b = f["h"], f["l1a"], f["l1b"]
+    fit_a = ok_a & (l1a * h <= c.l1) & (f["acc_m"] * np.min(f["acc_n"]) <= c.l0c)
+    fit_b = ok_b & (l1b * h <= c.l1) & (f["acc_n"] * np.min(f["acc_m"]) <= c.l0c)
+    # L1 holds both chunks: each beside the least chunk the other side can have with the same K chunk
+    least_a = np.min(np.where(fit_a, l1a, inf), axis=_M, keepdims=True)
+    least_b = np.min(np.where(fit_b, l1b, inf), axis=_N, keepdims=True)
+    fit_a, fit_b = fit_a & ((l1a + least_b) * h <= c.l1), fit_b & ((l1b + least_a) * h <= c.l1)
+    side_a, side_b = fit_a.any(axis=_K, keepdims=True), fit_b.any(axis=_K, keepdims=True)
+    ach, bch = np.where(fit_a, f["ach"], inf), np.where(fit_b, f["bch"], inf)
+    blocks_m, bn, bnb = np.where(side_a, f["blocks_m"], inf), np.where(side_b, f["bn"], inf), f["bnb"]
+    bnb = np.where(side_b, bnb, inf)
+    # one K chunk (nk = 1): the resident operand's chunks once per block; several: every chunk every step
+    one = f["kmulti"] == 0
+    ach1, achm = np.where(one, ach, inf), np.where(one, inf, ach)
+    bch1, bchm = np.where(one, bch, inf), np.where(one, inf, bch)
+    nk = f["nk"]
+
+    def gm_floor(cm: np.ndarray, cn: np.ndarray) -> np.ndarray:
+        """GM bytes of `cm` x `cn` cores (1 x 1: one core), the better block order's."""
+        a_steps = low(cm, blocks_m, nk, ach) * low(cn, bn)  # A's chunks every step
+        a_res = np.minimum(low(cm, blocks_m, ach1) * low(cn), low(cm, blocks_m, nk, achm) * low(cn, bn))
+        a_res = a_res + low(cm, blocks_m) * low(cn, bn, nk, bch)
+        b_res = a_steps + np.minimum(low(cm) * low(cn, bnb, bch1), low(cm, blocks_m) * low(cn, bn, nk, bchm))
+        return np.minimum(a_res, b_res)
+
+    one_core = np.ones((1,) * len(CUBE_ORDER))
+    gm = gm_floor(one_core, one_core)
     out = low(f["bo_m"]) * low(f["bo_n"])
-    fix = out / c.fix_rate
-    hbm = c.min_bytes / c.hbm_rate
+    cm, cn = f["cores_m"], f["cores_n"]
+    gm_all = gm_floor(cm, cn)  # each side's core count taken with the blocks along that side
+    offchip = np.full((1,) * len(CUBE_ORDER), c.min_bytes)
     if not c.l2_resident:
-        hbm = np.maximum(c.min_bytes, low(f["cores_m"]) * low(f["cores_n"]) * (gm + out)) / c.hbm_rate
+        offchip = np.maximum(c.min_bytes, gm_all + low(cm, f["bo_m"]) * low(cn, f["bo_n"]))
+    return {
+        "cube": low(tm, lknk, u) * low(tn, v) + c.head * low(tm, lknk) * low(tn),
+        "mte1": low(tm, lknk, a1) * low(tn) + low(tm) * low(lknk, tn, b1),
+        "mte2": gm / c.mte2_rate,
+        "fix": out / c.fix_rate,
+        "gm": gm,
+        "gm_all": gm_all,
+        "offchip": offchip,
+        "ok_a": ok_a,
+        "ok_b": ok_b,
+    }
+
+
+def _latency(g: FloorGrid, t: dict[str, np.ndarray]) -> np.ndarray:
+    """Seconds, over the tables' axes: the pipes summed (double buffering off) or their maximum (on), at
+    least the HBM time, less `FLOOR_SLACK`."""
+    cube, mte1, mte2, fix = t["cube"], t["mte1"], t["mte2"], t["fix"]
     top = np.maximum(np.maximum(cube, mte1), np.maximum(mte2, fix))
-    core = np.where(f["db"], top, cube + mte1 + mte2 + fix)  # double buffering's axis: both choices
-    floors = np.maximum(core, hbm) / c.clock_hz * (1 - FLOOR_SLACK)
-    if _DB not in keep:  # hbm may still span double buffering's axis
-        floors = floors.min(axis=_DB, keepdims=True)
-    shape = [len(prep.space.params[order.index(n)].choices) if i in keep else 1 for i, n in _axis_names(order)]
-    floors = np.broadcast_to(floors, shape)
-    axes = [CUBE_ORDER.index(order.index(n)) for n in names]
-    return np.array(floors.transpose(*axes, *drop).reshape(tuple(shape[a] for a in axes)), order="C")
+    core = np.where(g.f["db"], top, cube + mte1 + mte2 + fix)  # double buffering's axis: both choices
+    return np.maximum(core, t["offchip"] / g.c.hbm_rate) / g.c.clock_hz * (1 - FLOOR_SLACK)
+
+
+def cube_structure_floors(prep: Prepared, names: tuple[str, ...]) -> np.ndarray:
+    """An admissible floor (seconds) of every structure of the `names` parameters, in their choices' C order.
+
+    Raises:
+        ValueError: a name is not a parameter of the space.
+    """
+    g = FloorGrid(prep, names)
+    return g.laid_out(_latency(g, _terms(g)))
+
+
+def cube_structure_front_floors(prep: Prepared, names: tuple[str, ...], objectives: tuple[str, ...]) -> np.ndarray:
+    """An admissible floor of each of `objectives` for every structure of `names` (structures x objectives).
+
+    Every feasible point of a structure is no better than its row on every objective, by the rules of
+    the module's docstring applied to each objective's formula (ascend/cost.py, ascend/energy.py):
+
+    - ``latency``: `cube_structure_floors`;
+    - ``offchip_bytes``: ``max(min_bytes, cores x (gm_core + out))``, or ``min_bytes`` with the inputs in
+      L2, floored as in the latency's HBM term;
+    - ``energy``: the MACs' energy plus each level's pJ per byte times a floor of its bytes (all of them
+      non-negative, so the sum of floors is a floor): HBM the off-chip floor; GM and L1 ``cores x
+      gm_core >= low(cores_m) * low(cores_n) * gm``; L0A ``cores x tiles x l0a >= low(cores_m * tiles_m
+      * lknk * l0a) * low(cores_n * tiles_n)``, L0B the same with the N side; L0C ``cores x blocks x
+      acc_m x acc_n >= low(cores_m * blocks_m * acc_m) * low(cores_n * bn * acc_n)``;
+    - ``footprint``: ``(fa + fb) x h + acc_m x acc_n >= low(fa x h) + low(fb x h) + low(acc)``.
+
+    L0A/L0B terms are taken only over the tiles that fit their buffer (`_terms`), the A and B chunks only
+    where they fit L1 alone, the accumulators only where they fit L0C: a feasible point passes those
+    checks (`cost.cube_checks`), so leaving out the others keeps the floor admissible. A structure with no
+    such choice gets ``inf``. `tests/costmodels/ascend/test_ascend_front_floors.py` checks every row
+    against the structure's feasible points on random problems.
+
+    Raises:
+        ValueError: a name is not a parameter of the space, or an objective is not priced here.
+    """
+    unknown = sorted(set(objectives) - FRONT_FLOORED)
+    if unknown:
+        raise ValueError(f"no floor of {unknown[0]!r}: the cube floors {', '.join(sorted(FRONT_FLOORED))}")
+    g = FloorGrid(prep, names)
+    f, c, low, inf = g.f, g.c, g.low, np.inf
+    t = _terms(g)
+    cm, cn = f["cores_m"], f["cores_n"]
+    cols: dict[str, np.ndarray] = {}
+    if "latency" in objectives:
+        cols["latency"] = _latency(g, t)
+    if "offchip_bytes" in objectives:
+        cols["offchip_bytes"] = t["offchip"]
+    if "energy" in objectives:
+        on_chip = t["gm_all"]
+        l0a, l0b = np.where(t["ok_a"], f["l0a"], inf), np.where(t["ok_b"], f["l0b"], inf)
+        levels = {
+            "hbm": t["offchip"],
+            "gm": on_chip,
+            "l1": on_chip,
+            "l0a": low(cm, f["tiles_m"], f["lknk"], l0a) * low(cn, f["tiles_n"]),
+            "l0b": low(cm, f["tiles_m"]) * low(cn, f["tiles_n"], f["lknk"], l0b),
+            "l0c": low(cm, f["blocks_m"], f["acc_m"]) * low(cn, f["bn"], f["acc_n"]),
+        }
+        cols["energy"] = np.asarray(prep.energy.total(levels), dtype=np.float64)
+    if "footprint" in objectives:
+        h = f["h"]
+        fa = np.where(t["ok_a"] & (f["l1a"] * h <= c.l1), f["fa"], inf)
+        fb = np.where(t["ok_b"] & (f["l1b"] * h <= c.l1), f["fb"], inf)
+        acc = f["acc_m"] * f["acc_n"]
+        cols["footprint"] = low(fa, h) + low(fb, h) + low(np.where(acc <= c.l0c, acc, inf))
+    return np.stack([g.laid_out(cols[o]).reshape(-1) for o in objectives], axis=1)
 
 
 def _axis_names(order: list[str]) -> list[tuple[int, str]]:

@@ -93,6 +93,8 @@ class Prepared:
         self.scored = 0  # points priced by code so far (decides when to tabulate)
         self.table: CubeTable | PlainTable | None = None  # the scores of every point of the space, once tabulated
         self.boxes = PricedBoxes()  # boxes of codes priced by a structure bound, kept for their scoring
+        #: floors of several objectives of every structure per (fixed names, objectives) (`structure_front_cells`)
+        self.front_floors: dict[tuple[tuple[str, ...], tuple[str, ...]], np.ndarray] = {}
 
     @cached_property
     def reasons(self) -> tuple[Violation, ...]:

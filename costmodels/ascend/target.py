@@ -18,7 +18,7 @@ import numpy as np
 from costmodels.ascend import cost as cc
 from costmodels.ascend.bounds import box, cube_structure_bound
 from costmodels.ascend.energy import cube_operand_bytes, cube_stall_stack, vector_operand_bytes, vector_stall_stack
-from costmodels.ascend.floors import cube_structure_floors
+from costmodels.ascend.floors import FRONT_FLOORED, cube_structure_floors, cube_structure_front_floors
 from costmodels.ascend.hardware import AscendHardware
 from costmodels.ascend.mapping import cube_mapping, vector_mapping
 from costmodels.ascend.render import render_mapping
@@ -37,6 +37,8 @@ from workload.problem import Problem
 #: Most warm starts offered: one per largest grid (at most 45 on a benchmark layer: ascend/warm.py) and the tile
 #: variants after them.
 WARM_STARTS = 64
+#: floor tables of several objectives kept per problem (one per set of fixed names and objectives)
+FRONT_FLOOR_TABLES = 4
 
 
 class AscendTarget(FamilyTarget[Prepared]):
@@ -106,6 +108,32 @@ class AscendTarget(FamilyTarget[Prepared]):
         shape = tuple(len(p.choices) for n in names for p in prep.space.params if p.name == n)
         floor = 0.0 if prep.reasons else self.lower_bound(problem).cycles / self.hardware.clock_hz
         return np.full(shape, floor)
+
+    def structure_front_cells(
+        self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...]
+    ) -> np.ndarray | None:
+        """One cell per structure: a floor of each objective (ascend/floors.py, `cube_structure_front_floors`;
+        `mapper.bounds.FrontCellBounded`), read from the floors of every structure of the same fixed names,
+        computed in one numpy pass on first use. None for row reductions and objectives not floored here.
+
+        Raises:
+            ValueError: a fixed choice names no parameter of the space, or a value it does not offer.
+        """
+        prep = self.prepared(problem)
+        if not problem.is_binary or prep.reasons or not set(objectives) <= FRONT_FLOORED:
+            return None
+        lo, _ = box(prep, fixed_choices)
+        params = [(d, p) for d, p in enumerate(prep.space.params) if p.name in fixed_choices]
+        names = tuple(p.name for _, p in params)
+        key = (names, tuple(objectives))
+        table = prep.front_floors.get(key)
+        if table is None:
+            table = cube_structure_front_floors(prep, names, tuple(objectives))
+            if len(prep.front_floors) >= FRONT_FLOOR_TABLES:
+                prep.front_floors.pop(next(iter(prep.front_floors)))
+            prep.front_floors[key] = table
+        at = int(np.ravel_multi_index([lo[d] for d, _ in params], [len(p.choices) for _, p in params])) if params else 0
+        return table[at : at + 1]
 
     # ---- point level ------------------------------------------------------------------------
     @staticmethod

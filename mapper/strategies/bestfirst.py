@@ -8,7 +8,9 @@ structures are then visited in ascending bound order, ties in the space's number
 structural choices in C order), so the order depends on the space alone. A target that also floors
 every structure in one array (`mapper.bounds.StructureFloored`: Ascend, whose exact bound costs
 about what scoring the structure does) gets the same order with an exact bound only for the
-structures whose floor comes first (`mapper.strategies.floored`, one objective). Each visited structure's
+structures whose floor comes first (`mapper.strategies.floored`; with several objectives a structure
+whose cells' floors the front dominates when its floor comes first, `FrontBounds.out`, is left out
+without its exact bound: Ascend floors every objective, `structure_front_cells`). Each visited structure's
 sub-space is scored exactly (`Evaluator.visit`). The search stops when the next structure's bound
 is not below the best found (``bound * (1 + RTOL) >= best``, `StructureBounds.bounded_out`): the
 bounds are sorted, so no structure left can hold a better point and the best is optimal over the
@@ -138,7 +140,7 @@ class BestFirst(Strategy):
     """Best-first branch and bound over the structures of the space (see the module docstring).
 
     `inner_points`: the sub-space scored per structure (None: the settings' or `DEFAULT_INNER`).
-    `floors`: order by the target's floors (`StructureFloored`, one objective) and bound a structure
+    `floors`: order by the target's latency floors (`StructureFloored`) and bound a structure
     exactly only when its floor comes first (`Floored`); False: every structure bounded exactly first.
     """
 
@@ -202,7 +204,7 @@ class BestFirst(Strategy):
                 watch.report(len(done), total, ev.trace[-1], unit="structures")
 
         table: FloorTable | None = None  # the target's floors, computed when first asked for
-        if self.floors and front_bounds is None and objective == "latency" and floor_params(problem, target, bounds):
+        if self.floors and objective == "latency" and floor_params(problem, target, bounds):
             table = FloorTable(target, problem, structural, bounds)
         reason: StopReason | None = None
         if settings.warm_start and objective == "latency" and not settings.multi_objective:
@@ -254,7 +256,12 @@ class BestFirst(Strategy):
                 if reason is not None:
                     next_bound = max(raw_bound, bounds.whole())
                     break
-                if not exact:  # a floor: `Floored` bounds the structure exactly before it comes again
+                if not exact:  # a floor: `Floored` bounds the structure exactly before it comes again ...
+                    assert floored is not None
+                    floor = front_bounds.with_latency(max(raw_bound, bounds.whole())) if front_bounds else None
+                    if front_bounds is not None and front_bounds.out(fixed, ev.front_values, floor):
+                        floored.drop(key)  # ... unless the front dominates its floors (its cells': FrontCellBounded)
+                        skipped += 1
                     continue
                 vec = front_bounds.with_latency(max(raw_bound, bounds.whole())) if front_bounds else None
                 if front_bounds is not None and front_bounds.out(fixed, ev.front_values, vec):

@@ -8,7 +8,9 @@ search (`mapper.strategies.bestfirst`) then uses the floors twice without changi
   exact bound only when the floor does not already rule the structure out (the floor being at most
   the exact bound, a floor that rules it out means the exact bound does too: the same decision);
 - the ordered pass takes the structures from `Floored`: the order of the exact bounds, with only
-  the structures whose floor comes first bounded exactly (proof in `Floored`).
+  the structures whose floor comes first bounded exactly (proof in `Floored`). With several
+  objectives best-first may `Floored.drop` a structure when its floor comes first (the front
+  dominates its floors, which only grows): it is then never bounded exactly nor scored.
 
 The floors are computed once, on first use: a search that a warm start proves at the roofline
 needs none, and the warm starts ask `EXACT_FIRST` exact bounds before the floors are computed.
@@ -102,15 +104,21 @@ class Floored:
         self.heap = [(max(self.whole, f), 0, i) for i, f in enumerate(table.floors.tolist())]
         heapq.heapify(self.heap)
         self.exact_count = 0
+        self.dropped: set[tuple[Choice, ...]] = set()
+
+    def drop(self, key: tuple[Choice, ...]) -> None:
+        """Leave the structure just yielded out for good, without its exact bound (several objectives: the front
+        dominates its floors, `mapper.bounds.FrontBounds.out`, and the front only grows)."""
+        self.dropped.add(key)
 
     def __iter__(self) -> Iterator[tuple[tuple[Choice, ...], float, bool]]:
         keys, names = self.table.keys, self.table.names
         while self.heap:
             key, tier, i = heapq.heappop(self.heap)
-            if keys[i] in self.seen:
+            if keys[i] in self.seen or keys[i] in self.dropped:
                 continue
             yield keys[i], key, bool(tier)
-            if not tier:
+            if not tier and keys[i] not in self.dropped:
                 t0 = time.perf_counter()
                 own = self.table.bounds.own(dict(zip(names, keys[i], strict=True)))
                 heapq.heappush(self.heap, (max(self.whole, own), 1, i))

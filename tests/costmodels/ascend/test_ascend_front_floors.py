@@ -1,0 +1,138 @@
+"""Floors of several objectives per Ascend cube structure (ascend/floors.py, `cube_structure_front_floors`).
+
+Admissible: no feasible point of a structure beats its row on any objective (each structure's box of
+points priced by the model itself, `cost.cube_scores`). Useful: most rows are above the whole
+problem's floors, which is what lets a search with several objectives leave structures out unscored.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import numpy as np
+import pytest
+
+from costmodels.ascend import cost as cc
+from costmodels.ascend.bounds import box
+from costmodels.ascend.cube_tables import CUBE_ORDER
+from costmodels.ascend.floors import FRONT_FLOORED, cube_structure_floors, cube_structure_front_floors
+from costmodels.param_tables import grid_fields
+from costmodels.registry import get_target
+from mapper.search import tune
+from mapper.settings import SearchSettings
+from mapper.strategies import split_params
+from tests.costmodels.space_scan import sample_product
+from workload.conv2d import conv2d
+from workload.einsum import einsum
+from workload.problem import Problem
+
+OBJECTIVES = ("latency", "offchip_bytes", "energy", "footprint")
+
+
+def _problems(seed: int) -> list[Problem]:
+    rng = random.Random(seed)
+    out: list[Problem] = [
+        # inputs beyond L2 (192 MiB on the A2/A3 parts): off-chip bytes then depend on the grid and the blocks
+        einsum("mk,kn->mn", {"m": 65537, "k": 2048, "n": 300}, dtype="bf16", weight=1),
+        conv2d(batch=2, in_channels=17, out_channels=40, input_height=14, input_width=14, kernel=3, padding=1),
+    ]
+    for _ in range(5):
+        sizes = {a: rng.randint(1, 700) for a in "mkn"}
+        if rng.random() < 0.3:
+            out.append(einsum("bmk,bkn->bmn", {**sizes, "b": rng.randint(2, 5)}, dtype="f16", weight=1))
+        else:
+            out.append(einsum("mk,kn->mn", sizes, dtype=rng.choice(["f16", "bf16", "i8", "f32"]), weight=1))
+    return out
+
+
+@pytest.mark.parametrize("preset", ["ascend-910b", "ascend-a5"])
+def test_no_feasible_point_of_a_structure_beats_its_floors(preset: str) -> None:
+    t = get_target(preset)
+    rng = random.Random(7)
+    checked = above = 0
+    for p in _problems(seed=len(preset)):
+        prep = t.prepared(p)
+        space = prep.space
+        names = [q.name for q in space.params]
+        subsets = [tuple(q.name for q in split_params(space, inner)[0]) for inner in (256, 4096)]
+        subsets += [tuple(n for n in names if rng.random() < 0.5) for _ in range(2)]
+        subsets += [("core_grid", "double_buffer"), ()]
+        for fixed_names in subsets:
+            table = cube_structure_front_floors(prep, fixed_names, OBJECTIVES)
+            choices = [space.params[names.index(n)].choices for n in fixed_names]
+            sizes = [len(c) for c in choices]
+            assert table.shape == (int(np.prod(sizes)), len(OBJECTIVES))
+            # the latency column is the floors best-first orders by
+            assert np.array_equal(table[:, 0], cube_structure_floors(prep, fixed_names).reshape(-1))
+            whole = table.min(axis=0)
+            for combo in sample_product(rng, sizes, 12):
+                fixed = {n: c[i] for n, c, i in zip(fixed_names, choices, combo, strict=True)}
+                lo, hi = box(prep, fixed)
+                res = cc.cube_scores(prep.consts, grid_fields(prep.tables, lo, hi, CUBE_ORDER), energy=prep.energy)
+                row = table[int(np.ravel_multi_index(combo, sizes)) if sizes else 0]
+                if not res["ok"].any():
+                    continue
+                best = np.array([np.min(res[o][res["ok"]]) for o in OBJECTIVES])
+                assert (best >= row * (1 - 1e-12)).all(), (
+                    p.label,
+                    fixed,
+                    dict(zip(OBJECTIVES, row, strict=True)),
+                    best,
+                )
+                assert np.isfinite(row).all()
+                checked += 1
+                above += bool((row[2:] > whole[2:] * (1 + 1e-9)).any())
+    assert checked > 100
+    assert above > checked // 4  # energy or footprint floors that differ between structures
+
+
+def test_front_cells_read_the_floors_of_the_structure() -> None:
+    t = get_target("ascend-910b")
+    p = einsum("mk,kn->mn", {"m": 600, "k": 300, "n": 200}, dtype="bf16", weight=1)
+    prep = t.prepared(p)
+    grid = prep.space.params[[q.name for q in prep.space.params].index("core_grid")]
+    table = cube_structure_front_floors(prep, ("double_buffer", "core_grid"), ("energy", "latency"))
+    cell = t.structure_front_cells(p, {"core_grid": grid.choices[3], "double_buffer": True}, ("energy", "latency"))
+    at = [q.name for q in prep.space.params].index("double_buffer")
+    db = prep.space.params[at].choices.index(True)
+    order = [n for n in (q.name for q in prep.space.params) if n in ("double_buffer", "core_grid")]
+    index = (db, 3) if order == ["double_buffer", "core_grid"] else (3, db)
+    sizes = (2, len(grid.choices)) if order == ["double_buffer", "core_grid"] else (len(grid.choices), 2)
+    assert cell is not None and cell.shape == (1, 2)
+    assert np.array_equal(cell[0], table[int(np.ravel_multi_index(index, sizes))])
+    whole = t.structure_front_cells(p, {}, ("footprint",))
+    assert whole is not None and whole.shape == (1, 1) and whole[0, 0] > 0
+
+
+def test_front_cells_refuse_what_they_do_not_floor() -> None:
+    t = get_target("ascend-910b")
+    gemm = einsum("mk,kn->mn", {"m": 600, "k": 300, "n": 200}, dtype="bf16", weight=1)
+    assert t.structure_front_cells(gemm, {}, ("latency", "cycles")) is None  # type: ignore[attr-defined]
+    reduction = einsum("ij->i", {"i": 64, "j": 96}, dtype="f16", reduce_op="add")
+    assert t.structure_front_cells(reduction, {}, ("latency", "energy")) is None
+    with pytest.raises(ValueError, match="core_grid='1x1x99' is not a choice"):
+        t.structure_front_cells(gemm, {"core_grid": "1x1x99"}, ("latency", "energy"))
+    with pytest.raises(
+        ValueError, match="no floor of 'cycles': the cube floors energy, footprint, latency, offchip_bytes"
+    ):
+        cube_structure_front_floors(t.prepared(gemm), (), ("cycles",))
+    assert {"latency", "offchip_bytes", "energy", "footprint"} == FRONT_FLOORED
+
+
+@pytest.mark.parametrize("objectives", [("latency", "footprint"), ("energy", "latency"), ("latency", "offchip_bytes")])
+def test_bestfirst_with_the_floors_gives_the_enumerated_front(objectives: tuple[str, ...]) -> None:
+    """Best-first with several objectives visits by the latency floors (`mapper.strategies.floored`) and leaves
+    out, without its exact bound, a structure whose floors the front dominates: the front is the enumeration's."""
+    p = conv2d(batch=1, in_channels=8, out_channels=12, input_height=5, input_width=5, kernel=3, padding=1)
+    t = get_target("ascend-910b")
+    s = SearchSettings(strategy="bestfirst", objectives=objectives, inner_points=2048, max_seconds=300)
+    r = tune(p, t, s, validate=False)
+    full = tune(p, t, s.model_copy(update={"strategy": "exhaustive"}), validate=False)
+    assert r.proven_optimal and full.proven_optimal
+    assert [q.values for q in r.pareto] == [q.values for q in full.pareto]  # exact, no duplicate value
+    cert = r.certificate
+    assert cert is not None and cert.scored + cert.pruned_by_bound == cert.structures_total
+    assert cert.pruned_by_bound > cert.structures_total // 5
+    exact = int(re.search(r"the exact bounds of ([\d,]+) whose floor", " ".join(r.notes)).group(1).replace(",", ""))
+    assert exact < cert.structures_total  # the dropped structures were never priced
