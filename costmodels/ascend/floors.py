@@ -149,18 +149,18 @@ def _terms(g: FloorGrid) -> dict[str, np.ndarray]:
     ach, bch = np.where(fit_a, f["ach"], inf), np.where(fit_b, f["bch"], inf)
     blocks_m, bn, bnb = np.where(side_a, f["blocks_m"], inf), np.where(side_b, f["bn"], inf), f["bnb"]
     bnb = np.where(side_b, bnb, inf)
-    # one K chunk (nk = 1): the resident operand's chunks once per block; several: every chunk every step
-    one = f["kmulti"] == 0
-    ach1, achm = np.where(one, ach, inf), np.where(one, inf, ach)
-    bch1, bchm = np.where(one, bch, inf), np.where(one, inf, bch)
-    nk = f["nk"]
+    # one K chunk (nk = 1): the resident operand's chunks once per block; several: every chunk every step.
+    # Each side's chunk bytes times the K chunk count form one factor, so `low` takes K's minimum first.
+    one, nk = f["kmulti"] == 0, f["nk"]
+    a_k, a_k1, a_km = nk * ach, np.where(one, ach, inf), np.where(one, inf, nk * ach)
+    b_k, b_k1, b_km = nk * bch, np.where(one, bch, inf), np.where(one, inf, nk * bch)
 
     def gm_floor(cm: np.ndarray, cn: np.ndarray) -> np.ndarray:
         """GM bytes of `cm` x `cn` cores (1 x 1: one core), the better block order's."""
-        a_steps = low(cm, blocks_m, nk, ach) * low(cn, bn)  # A's chunks every step
-        a_res = np.minimum(low(cm, blocks_m, ach1) * low(cn), low(cm, blocks_m, nk, achm) * low(cn, bn))
-        a_res = a_res + low(cm, blocks_m) * low(cn, bn, nk, bch)
-        b_res = a_steps + np.minimum(low(cm) * low(cn, bnb, bch1), low(cm, blocks_m) * low(cn, bn, nk, bchm))
+        mb, nb = cm * blocks_m, cn * bn  # each side's blocks on all its cores
+        a_steps = low(mb, a_k) * low(nb)  # A's chunks every step
+        a_res = np.minimum(low(mb, a_k1) * low(cn), low(mb, a_km) * low(nb)) + low(mb) * low(nb, b_k)
+        b_res = a_steps + np.minimum(low(cm) * low(cn * bnb, b_k1), low(mb) * low(nb, b_km))
         return np.minimum(a_res, b_res)
 
     one_core = np.ones((1,) * len(CUBE_ORDER))
