@@ -20,6 +20,7 @@ import itertools
 import math
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 
 import numpy as np
 
@@ -205,9 +206,35 @@ def _splits_of(
 ) -> list[tuple[int, int, int]]:
     """The core splits of one tile structure in `bounds.core_splits` order: `structure_cells`' rows."""
     sizes = _role_sizes(problem, fixed)
-    _, ns = role_tiles(sizes["s"], (fixed["tile_stat"],))
-    _, nm = role_tiles(sizes["m"], (fixed["tile_mov"],))
-    return core_splits(max(int(c) for c in choices["cores"]), math.prod(sizes["b"]), int(ns[0]), int(nm[0]))
+    key = tuple(tuple(sizes[r]) for r in "bsm")
+    return list(_splits(key, int(fixed["tile_stat"]), int(fixed["tile_mov"]), max(int(c) for c in choices["cores"])))
+
+
+@lru_cache(maxsize=1 << 14)
+def _splits(
+    sizes: tuple[tuple[int, ...], ...], tile_stat: int, tile_mov: int, cores: int
+) -> tuple[tuple[int, int, int], ...]:
+    """`_splits_of` from what it depends on (the b, s, m roles' sizes, the tiles, the most cores), kept."""
+    _, ns = role_tiles(list(sizes[1]), (tile_stat,))
+    _, nm = role_tiles(list(sizes[2]), (tile_mov,))
+    return tuple(core_splits(cores, math.prod(sizes[0]), int(ns[0]), int(nm[0])))
+
+
+@lru_cache(maxsize=1 << 14)
+def _cell_table(
+    sizes: tuple[tuple[int, ...], ...], tile_stat: int, tile_mov: int, cores: tuple[int, ...], shards: tuple[str, ...]
+) -> np.ndarray | None:
+    """Each (cores, shard) choice's row in `structure_cells` (read-only), kept: `cell_of_points` without its loops."""
+    row = {split: i for i, split in enumerate(_splits(sizes, tile_stat, tile_mov, max(cores)))}
+    named = dict(zip("bsm", (list(x) for x in sizes), strict=True))
+    table = np.empty((len(cores), len(shards)), dtype=np.intp)
+    for (i, c), (j, shard) in itertools.product(enumerate(cores), enumerate(shards)):
+        split = point_split(named, tile_stat, tile_mov, c, shard)
+        if split not in row:  # (cannot happen: a point's split is one of `core_splits`)
+            return None
+        table[i, j] = row[split]
+    table.flags.writeable = False
+    return table
 
 
 def cell_of_points(
@@ -224,12 +251,13 @@ def cell_of_points(
         return None
     choices = {p.name: p.choices for p in space.params}
     sizes = _role_sizes(problem, fixed)
-    ts, tm = int(fixed["tile_stat"]), int(fixed["tile_mov"])
-    row = {split: i for i, split in enumerate(_splits_of(problem, choices, fixed))}
-    table = np.empty((len(choices["cores"]), len(choices["shard"])), dtype=np.intp)
-    for (i, cores), (j, shard) in itertools.product(enumerate(choices["cores"]), enumerate(choices["shard"])):
-        split = point_split(sizes, ts, tm, int(cores), str(shard))
-        if split not in row:  # (cannot happen: a point's split is one of `core_splits`)
-            return None
-        table[i, j] = row[split]
+    table = _cell_table(
+        tuple(tuple(sizes[r]) for r in "bsm"),
+        int(fixed["tile_stat"]),
+        int(fixed["tile_mov"]),
+        tuple(int(c) for c in choices["cores"]),
+        tuple(str(x) for x in choices["shard"]),
+    )
+    if table is None:
+        return None
     return table[np.asarray(codes["cores"], dtype=np.intp), np.asarray(codes["shard"], dtype=np.intp)]

@@ -37,7 +37,7 @@ from functools import cache, lru_cache
 import numpy as np
 
 from costmodels.energy import pricer
-from costmodels.protocol import BatchScore, SearchSpace
+from costmodels.protocol import BatchScore, Choice, SearchSpace
 from costmodels.trainium.cost import (
     ProblemConsts,
     Quantities,
@@ -55,6 +55,10 @@ from costmodels.trainium.nest import ROLE_CODE, B, K, M, Roles, RoleSplit, S, ro
 from workload.problem import Problem
 
 SLAB = 1 << 15  # most points per slab when pricing the grid
+#: a grid of at most this many points per stationary choice is priced in one slab per stationary choice, every
+#: cores choice at once: numpy's per-call cost dominates small slabs (one structure of Llama-7B prefill's
+#: mlp.gate_proj, 6,000 points on trn1: 1.2-1.5 ms -> 0.8 ms; 24,000 on trn2 were slower, 2.5-3.3 -> 3.0-4.1 ms)
+SMALL = 1 << 13
 #: axes of the priced grid, outermost first (every parameter of `build_space`)
 LAYOUT: tuple[str, ...] = ("stationary", "cores", "acc", "shard", "tile_stat", "block_stat", "order", "tile_k",
                            "block_k", "tile_mov", "block_mov")  # fmt: skip
@@ -125,6 +129,42 @@ def _split(sizes: tuple[int, ...], tile_cap: int, cores: int, block_cap: int) ->
     return split_role(sizes, tile_cap, cores, block_cap)
 
 
+@lru_cache(maxsize=1 << 12)
+def _role_inputs(
+    role: str,
+    sizes: tuple[int, ...],
+    t_ch: tuple[Choice, ...],
+    b_ch: tuple[Choice, ...],
+    cores_ch: tuple[Choice, ...],
+    shard_ch: tuple[Choice, ...],
+) -> dict[str, np.ndarray]:
+    """`grid_inputs`' arrays of one role (read-only), from the choices they depend on: kept, as the structures a
+    search visits share most of them (one role's tile and blocks change from one structure to the next)."""
+    names = LAYOUT[1:]
+    dim = {n: i for i, n in enumerate(names)}
+    nd = len(names)
+    cdims = (dim["cores"], dim["shard"])
+    # cores this role gets (`shard_cores`), by (cores, shard) choice, as an index into `used`
+    got = [[shard_cores(str(s), int(c)).get(role, 1) for s in shard_ch] for c in cores_ch]
+    used = sorted({n for row in got for n in row})  # a role no shard names only ever gets 1
+    ci = np.asarray([[used.index(n) for n in row] for row in got])
+    tab = {f: np.ones((len(t_ch), len(used), len(b_ch))) for f in ("tile", "sbuf", "hbm", "chip")}
+    for (i, tc), (j, cc), (k, bc) in itertools.product(enumerate(t_ch), enumerate(used), enumerate(b_ch)):
+        sp = _split(sizes, int(tc), int(cc), int(bc))
+        for f in tab:
+            tab[f][i, j, k] = math.prod(getattr(sp, f))
+    out: dict[str, np.ndarray] = {}
+    for f, t in tab.items():
+        g = t[:, ci, :]  # (tile, cores, shard, block)
+        if role == "b":
+            arr = _placed(g[0, :, :, 0], cdims, nd)
+        else:
+            arr = _placed(g, (dim[_TILE[role]], *cdims, dim[_BLOCK[role]]), nd)
+        arr.flags.writeable = False
+        out[f"{role}.{f}"] = arr
+    return out
+
+
 def grid_inputs(problem: Problem, space: SearchSpace, roles: Roles) -> dict[str, np.ndarray]:
     """Per-role split numbers of every point with the stationary choice of `roles`, as grid arrays.
 
@@ -134,36 +174,17 @@ def grid_inputs(problem: Problem, space: SearchSpace, roles: Roles) -> dict[str,
     (2 if s / m has several blocks, plus 1 if k has) and ``order4`` (4 x the order choice number):
     summed, the flat indices of `effect_tables`. None depends on ``acc`` (size 1 along it).
     """
-    names = LAYOUT[1:]
     ch = {p.name: p.choices for p in space.params}
-    dim = {n: i for i, n in enumerate(names)}
-    nd = len(names)
-    cores_ch = ch["cores"]
-    cdims = (dim["cores"], dim["shard"])
     out: dict[str, np.ndarray] = {}
     for role in "bsmk":
         sizes = tuple(problem.axes[a] for a in roles.axes[role])
-        t_ch = ch[_TILE[role]] if role != "b" else (1,)
-        b_ch = ch[_BLOCK[role]] if role != "b" else (1,)
-        # cores this role gets (`shard_cores`), by (cores, shard) choice, as an index into `used`
-        got = [[shard_cores(str(s), int(c)).get(role, 1) for s in ch["shard"]] for c in cores_ch]
-        used = sorted({n for row in got for n in row})  # a role no shard names only ever gets 1
-        ci = np.asarray([[used.index(n) for n in row] for row in got])
-        tab = {f: np.ones((len(t_ch), len(used), len(b_ch))) for f in ("tile", "sbuf", "hbm", "chip")}
-        for (i, tc), (j, cc), (k, bc) in itertools.product(enumerate(t_ch), enumerate(used), enumerate(b_ch)):
-            sp = _split(sizes, int(tc), int(cc), int(bc))
-            for f in tab:
-                tab[f][i, j, k] = math.prod(getattr(sp, f))
-        for f, t in tab.items():
-            g = t[:, ci, :]  # (tile, cores, shard, block)
-            if role == "b":
-                out[f"b.{f}"] = _placed(g[0, :, :, 0], cdims, nd)
-            else:
-                out[f"{role}.{f}"] = _placed(g, (dim[_TILE[role]], *cdims, dim[_BLOCK[role]]), nd)
+        t_ch = tuple(ch[_TILE[role]]) if role != "b" else (1,)
+        b_ch = tuple(ch[_BLOCK[role]]) if role != "b" else (1,)
+        out |= _role_inputs(role, sizes, t_ch, b_ch, tuple(ch["cores"]), tuple(ch["shard"]))
     many = {r: (out[f"{r}.hbm"] > 1).astype(np.intp) for r in "smk"}
     out["sk"] = many["s"] * 2 + many["k"]
     out["mk"] = many["m"] * 2 + many["k"]
-    out["order4"] = _placed(np.arange(len(ch["order"])) * 4, (dim["order"],), nd)
+    out["order4"] = _placed(np.arange(len(ch["order"])) * 4, (LAYOUT.index("order") - 1,), len(LAYOUT) - 1)
     return out
 
 
@@ -234,7 +255,8 @@ def price_grid(
     """(latency s, off-chip bytes, footprint bytes, energy pJ) of every point of `space`, over the `LAYOUT` axes.
 
     A slab is one (stationary, cores, acc) choice, split further along the next axes (shard first)
-    while it has more than `SLAB` points. `traffic` does not depend on acc, so both acc slabs share
+    while it has more than `SLAB` points; a grid of at most `SMALL` points per stationary choice is one
+    slab per (stationary, acc) choice. `traffic` does not depend on acc, so both acc slabs share
     it. With one core every shard choice gives the same nests: those slabs are priced for the first
     shard and broadcast, or copied when the shard is a slab's own choice.
     """
@@ -252,36 +274,45 @@ def price_grid(
     eff = effect_tables(tuple(str(o) for o in ch["order"]))
     one_core = ch["cores"].index(1) if 1 in ch["cores"] else -1  # a sub-space may leave one core out
     psums = [np.asarray(a == "psum") for a in ch["acc"]]
-    every_acc = slice(None)
+    every = slice(None)
+    whole = math.prod(shape[1:]) <= SMALL  # one slab per stationary choice, every cores choice at once
+
+    def price(q: Quantities, c: ProblemConsts, at: tuple[int | slice, ...], deep: tuple[int, ...]) -> None:
+        """Price the slab `q` into the tables at (stationary, cores) `at`, every acc choice, `deep`."""
+        tr = traffic(hw, c, q)
+        fixed = any_violated(tile_violations(hw, c, q).values())
+        np.add(tr.prologue, tr.busy, out=floor[(*at, 0, *deep)])
+        for ai, psum in enumerate(psums):
+            qa = replace(q, acc_psum=psum)
+            acc = accumulation(hw, c, qa, tr)
+            bad = fixed | any_violated(capacity_violations(hw, acc).values())
+            pen = np.where(bad, np.inf, 0.0)  # x + 0.0 == x exactly; x + inf == inf
+            lat, off, foot, en = (t[(*at, ai, *deep)] for t in tables)
+            sbuf, psum_b = onchip_bytes(c, qa, tr)
+            np.add(energy.total({"hbm": tr.hbm_chip, "sbuf": sbuf, "psum": psum_b}), pen, out=en)
+            np.divide(acc.cycles, hw.te_clock_hz, out=lat)
+            np.add(lat, pen, out=lat)
+            np.add(tr.hbm_chip, pen, out=off)
+            np.add(acc.footprint, pen, out=foot)
+
     for si, st in enumerate(ch["stationary"]):
         roles = roles_of(problem, str(st))
         g = grid_inputs(problem, space, roles)
         c = consts(roles)
+        if whole:  # (with one core every shard prices the same nests: priced, not copied, here)
+            price(slab_quantities({k: v[:, 0] for k, v in g.items()}, eff, psums[0]), c, (si, every), ())
+            continue
         for ci, *deep in itertools.product(range(shape[1]), *(range(n) for n in inner[:n_deep])):
             if ci == one_core and deep and deep[0] > 0:  # one core, a slab of another shard: a copy
-                dst: tuple[int | slice, ...] = (si, ci, every_acc, *deep)
-                src: tuple[int | slice, ...] = (si, ci, every_acc, 0, *deep[1:])
+                dst: tuple[int | slice, ...] = (si, ci, every, *deep)
+                src: tuple[int | slice, ...] = (si, ci, every, 0, *deep[1:])
                 for t in tables:
                     t[dst] = t[src]
                 floor[(si, ci, 0, *deep)] = floor[(si, ci, 0, 0, *deep[1:])]
                 continue
             one_shard = ci == one_core and not deep
             q = slab_quantities({k: _slab(v, (ci, 0, *deep), one_shard) for k, v in g.items()}, eff, psums[0])
-            tr = traffic(hw, c, q)
-            fixed = any_violated(tile_violations(hw, c, q).values())
-            np.add(tr.prologue, tr.busy, out=floor[(si, ci, 0, *deep)])
-            for ai, psum in enumerate(psums):
-                qa = replace(q, acc_psum=psum)
-                acc = accumulation(hw, c, qa, tr)
-                bad = fixed | any_violated(capacity_violations(hw, acc).values())
-                pen = np.where(bad, np.inf, 0.0)  # x + 0.0 == x exactly; x + inf == inf
-                lat, off, foot, en = (t[(si, ci, ai, *deep)] for t in tables)
-                sbuf, psum_b = onchip_bytes(c, qa, tr)
-                np.add(energy.total({"hbm": tr.hbm_chip, "sbuf": sbuf, "psum": psum_b}), pen, out=en)
-                np.divide(acc.cycles, hw.te_clock_hz, out=lat)
-                np.add(lat, pen, out=lat)
-                np.add(tr.hbm_chip, pen, out=off)
-                np.add(acc.footprint, pen, out=foot)
+            price(q, c, (si, ci), tuple(deep))
     lat, off, foot, en = (t.reshape(-1) for t in tables)
     return PricedGrid(axes=LAYOUT, shape=shape, latency=lat, offchip=off, footprint=foot, energy=en, floor=floor)
 

@@ -232,7 +232,7 @@ class Evaluator:
                 if not live.any():  # (the structure's bound is dominated: pruned, not infeasible)
                     vec = self.front_bounds(fixed)
                     return Outcome(None, None, bound=float(vec[0]), bound_values=tuple(float(x) for x in vec))
-                codes = {k: np.asarray(v)[live] for k, v in codes.items()}
+                codes = _rows_of(codes, np.flatnonzero(live))
                 self.cells_left_out += int(live.size - live.sum())
         score = self.target.score_codes(self.problem, codes)
         feas = np.asarray(score.feasible, dtype=bool)
@@ -291,3 +291,12 @@ class Evaluator:
         """The structures scored and those pruned by bound (keys: structural values in encoding order)."""
         pruned = {k for k, o in self.memo.items() if o.bound is not None}
         return set(self.memo) - pruned, pruned
+
+
+def _rows_of(codes: dict[str, np.ndarray], idx: np.ndarray) -> dict[str, np.ndarray]:
+    """The points `idx` of code columns; a broadcast constant (a fixed choice) stays one, without a copy."""
+    out: dict[str, np.ndarray] = {}
+    for name, col in codes.items():
+        col = np.asarray(col)
+        out[name] = np.broadcast_to(col[:1], idx.shape) if col.strides == (0,) else np.take(col, idx)
+    return out

@@ -118,12 +118,13 @@ def test_score_codes_equals_score_batch_in_any_order_and_chunk(name: str) -> Non
 
 
 def test_slabs_and_copied_one_core_slabs_price_like_the_whole_grid(monkeypatch: pytest.MonkeyPatch) -> None:
-    # 2304 points, cores (1, 2, 4, 8) and two shard roles: by default one slab per (stationary, cores,
-    # acc), the one-core slab priced for one shard and broadcast to the other
+    # 2304 points, cores (1, 2, 4, 8) and two shard roles: by default (at most `SMALL` points per stationary
+    # choice) one slab per (stationary, acc), every cores choice at once; above it one slab per (stationary,
+    # cores, acc), the one-core slab priced for one shard and broadcast to the other
     p = einsum("vmk,vnk->vmn", {"v": 8, "m": 64, "n": 48, "k": 96}, dtype="bf16", weight=1)
     space = target("trn2").space(p)
     ch = {q.name: q.choices for q in space.params}
-    assert ch["cores"][0] == 1 and len(ch["shard"]) > 1 and space.size <= trainium_grid.SLAB
+    assert ch["cores"][0] == 1 and len(ch["shard"]) > 1 and space.size <= trainium_grid.SMALL <= trainium_grid.SLAB
     codes = _codes(space)
     calls: dict[str, int] = {"traffic": 0, "accumulation": 0}
 
@@ -140,7 +141,11 @@ def test_slabs_and_copied_one_core_slabs_price_like_the_whole_grid(monkeypatch: 
         monkeypatch.setattr(trainium_grid, name, counting(name))
     whole = target("trn2").score_codes(p, codes)
     n_st, n_cores, n_acc = len(ch["stationary"]), len(ch["cores"]), len(ch["acc"])
-    assert calls == {"traffic": n_st * n_cores, "accumulation": n_st * n_cores * n_acc}  # traffic shared by accs
+    assert calls == {"traffic": n_st, "accumulation": n_st * n_acc}  # traffic shared by accs
+    calls.update(traffic=0, accumulation=0)
+    monkeypatch.setattr(trainium_grid, "SMALL", 0)  # a slab per cores choice
+    _same(target("trn2").score_codes(p, codes), whole)
+    assert calls == {"traffic": n_st * n_cores, "accumulation": n_st * n_cores * n_acc}
     calls.update(traffic=0, accumulation=0)
     monkeypatch.setattr(trainium_grid, "SLAB", 1)  # one point per slab: every shard apart
     t = target("trn2")
