@@ -44,6 +44,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Protocol, runtime_checkable
 
@@ -205,6 +206,10 @@ def live_structures(
     return live
 
 
+#: structures whose cells `FrontBounds` keeps (the look-ahead of `mapper.strategies.front_pass.AHEAD` and more)
+KEPT_CELLS = 256
+
+
 class FrontBounds:
     """Bound vectors of structures for several objectives, and the dominance test that bounds them out.
 
@@ -218,7 +223,7 @@ class FrontBounds:
         self._at = objectives.index("latency") if "latency" in objectives else -1
         self._problem = problem
         self._cells = target if cells and isinstance(target, FrontCellBounded) else None
-        self._last: tuple[tuple[tuple[str, Choice], ...], np.ndarray | None] | None = None
+        self._kept: OrderedDict[tuple[tuple[str, Choice], ...], np.ndarray | None] = OrderedDict()
 
     @property
     def per_structure(self) -> bool:
@@ -240,12 +245,17 @@ class FrontBounds:
         return cells is not None and bool(dominated_rows(np.maximum(cells, vec), front).all())
 
     def _cells_of(self, fixed: dict[str, Choice]) -> np.ndarray | None:
-        """The target's cells of the structure, the last structure's kept (`out` then `live_points` ask for it)."""
+        """The target's cells of the structure, the last `KEPT_CELLS` structures' kept (`out` then `live_points`
+        ask for them, and a visit after `Evaluator.score_ahead` asked for them too)."""
         assert self._cells is not None
         key = tuple(sorted(fixed.items(), key=lambda kv: kv[0]))
-        if self._last is None or self._last[0] != key:
-            self._last = (key, self._cells.structure_front_cells(self._problem, dict(fixed), self.objectives))
-        return self._last[1]
+        if key in self._kept:
+            return self._kept[key]
+        cells = self._cells.structure_front_cells(self._problem, dict(fixed), self.objectives)
+        self._kept[key] = cells
+        if len(self._kept) > KEPT_CELLS:
+            self._kept.popitem(last=False)
+        return cells
 
     def live_points(
         self, fixed: dict[str, Choice], front: np.ndarray | None, codes: dict[str, np.ndarray]

@@ -195,10 +195,20 @@ def cell_blocks(
     return (block for step in itertools.zip_longest(*runs) for block in step if block is not None)
 
 
+_SIZES: list[tuple[Problem, str, dict[str, list[int]]]] = []  # the last problems asked: objects held, not ids
+
+
 def _role_sizes(problem: Problem, fixed: dict[str, Choice]) -> dict[str, list[int]]:
-    """The b, s and m roles' axis sizes under the structure's stationary choice."""
-    roles = roles_of(problem, str(fixed["stationary"]))
-    return {r: [problem.axes[a] for a in roles.axes[r]] for r in "bsm"}
+    """The b, s and m roles' axis sizes under the structure's stationary choice (the last few answers kept: a
+    search asks for every structure it visits)."""
+    stationary = str(fixed["stationary"])
+    for prob, st, sizes in _SIZES:
+        if prob is problem and st == stationary:
+            return sizes
+    roles = roles_of(problem, stationary)
+    sizes = {r: [problem.axes[a] for a in roles.axes[r]] for r in "bsm"}
+    _SIZES[:] = [(problem, stationary, sizes), *_SIZES[:7]]
+    return sizes
 
 
 def _splits_of(
@@ -260,4 +270,18 @@ def cell_of_points(
     )
     if table is None:
         return None
-    return table[np.asarray(codes["cores"], dtype=np.intp), np.asarray(codes["shard"], dtype=np.intp)]
+    return table.reshape(-1)[_cores_shard(codes["cores"], codes["shard"], table.shape[1])]
+
+
+_PAIRS: list[tuple[np.ndarray, np.ndarray, int, np.ndarray]] = []  # the last columns asked: arrays held, not ids
+
+
+def _cores_shard(cores: np.ndarray, shard: np.ndarray, shards: int) -> np.ndarray:
+    """Each point's number in (cores, shard) C order; the last pair of columns' answer kept (a search asks with
+    the same sub-space pattern for every structure)."""
+    for c, sh, n, flat in _PAIRS:
+        if c is cores and sh is shard and n == shards:
+            return flat
+    flat = np.asarray(cores, dtype=np.intp) * shards + np.asarray(shard, dtype=np.intp)
+    _PAIRS[:] = [(cores, shard, shards, flat)]
+    return flat

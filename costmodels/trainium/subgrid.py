@@ -6,13 +6,18 @@ only what a call asks for: the product of the choices the code columns use (a su
 space, priced by `scoring.price_grid` with the same formulas), and reads the points back from it.
 A search asks for structured sets (a structure's sub-space: the tile choices fixed, the rest
 whole), whose product is the set itself. Scattered codes whose product would pass
-`SUBGRID_LIMIT` points are grouped by their tile choices (`STRUCTURAL`) first, each group priced
-as its own product. A point's price does not depend on which other points are priced with it (each
-formula input is a function of the point's own choices), so the values equal the whole grid's.
+`SUBGRID_LIMIT` points are grouped by their tile choices (`STRUCTURAL`) first; the groups that use
+the same choices of every parameter but `MERGED` are priced as one product over their `MERGED`
+choices (a search that prices the coming structures together,
+`mapper.strategies.objective.Evaluator.score_ahead`, pays numpy's per-call cost once per such set
+instead of once per structure). A point's price does not depend on which other points are priced
+with it (each formula input is a function of the point's own choices), so the values equal the
+whole grid's.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -30,6 +35,8 @@ GRID_LIMIT = 2_000_000
 SUBGRID_LIMIT = 1 << 20
 #: the parameters that group scattered codes (a structure of best-first search: `TrainiumTarget.structural_params`)
 STRUCTURAL: tuple[str, ...] = ("stationary", "tile_stat", "tile_mov", "tile_k")
+#: structures that use the same choices of every other parameter are priced as one product over this one's
+MERGED = "tile_mov"
 
 
 def _distinct(col: np.ndarray) -> np.ndarray:
@@ -71,16 +78,30 @@ class SubgridScorer:
             tuple(np.asarray(codes[name], dtype=np.intp) for name in STRUCTURAL),
             tuple(len(self.choices[name]) for name in STRUCTURAL),
         )
-        groups, inverse = np.unique(key, return_inverse=True)
+        order = np.argsort(key, kind="stable")
+        runs = np.split(order, np.flatnonzero(np.diff(key[order])) + 1)  # each structure's rows
+        # structures that differ only in MERGED and use the same other choices: one product over their MERGED choices
+        alike: dict[tuple[object, ...], list[np.ndarray]] = {}
+        tiles = [np.asarray(codes[name]) for name in STRUCTURAL if name != MERGED]  # one choice per structure
+        others = [np.asarray(codes[p.name]) for p in self.space.params if p.name not in STRUCTURAL]
+        for rows in runs:
+            pattern = (
+                tuple(int(col[rows[0]]) for col in tiles),
+                *(_distinct(col[rows]).tobytes() for col in others),
+            )
+            alike.setdefault(pattern, []).append(rows)
         out = {o: np.empty(n) for o in self.objectives}
         feasible = np.empty(n, dtype=bool)
-        for g in range(len(groups)):
-            rows = np.flatnonzero(inverse == g)
-            part = {name: np.asarray(col)[rows] for name, col in codes.items()}
-            score = self._product(part, {p.name: _distinct(part[p.name]) for p in self.space.params})
-            feasible[rows] = score.feasible
-            for o in self.objectives:
-                out[o][rows] = score.objectives[o]
+        for group in alike.values():
+            first = {p.name: _distinct(np.asarray(codes[p.name])[group[0]]) for p in self.space.params}
+            per = max(1, SUBGRID_LIMIT // max(1, math.prod(len(u) for k, u in first.items() if k != MERGED)))
+            for start in range(0, len(group), per):
+                rows = np.concatenate(group[start : start + per])
+                part = {name: np.asarray(col)[rows] for name, col in codes.items()}
+                score = self._product(part, {p.name: _distinct(part[p.name]) for p in self.space.params})
+                feasible[rows] = score.feasible
+                for o in self.objectives:
+                    out[o][rows] = score.objectives[o]
         return BatchScore(feasible=feasible, objectives=out)
 
     def _product(self, codes: dict[str, np.ndarray], used: dict[str, np.ndarray]) -> BatchScore:

@@ -30,6 +30,8 @@ from mapper.strategies.objective import Evaluator
 #: least this many times the last pass's time (a pass prices every structure's cells in numpy, a visit checks
 #: one structure's cells and may score its points: which pays depends on how many are left)
 REPASS_PAYS = 2.0
+#: the coming structures (in visit order, live or not) whose points are priced together ahead of their visits
+AHEAD = 64
 
 Blocks = Callable[[np.ndarray], Iterator[tuple[int, np.ndarray]] | None]  # given the front
 
@@ -100,10 +102,16 @@ class LivePass:
         pace (else visiting them one by one costs less). Structures the grown front dominates cell by cell
         are left out for good. Which passes run depends on the clock; the front found does not, once every
         live structure is visited or left out."""
-        last, spent, visits = time.perf_counter(), self.seconds, 0
+        last, spent, visits, ahead = time.perf_counter(), self.seconds, 0, 0
+        names = [p.name for p in self.structural]
         for pos, i in enumerate(ordered.tolist()):
             if not live[i]:
                 continue
+            if pos >= ahead:  # the next live structures' points priced together (`Evaluator.score_ahead`)
+                window = ordered[pos : pos + AHEAD]
+                at = np.flatnonzero(live[window])  # (at[0] == 0: this structure)
+                took = self.ev.score_ahead([dict(zip(names, self.key(int(j)), strict=True)) for j in window[at]])
+                ahead = pos + (int(at[took - 1]) + 1 if took else 1)
             yield self.key(i), float(self.flat[i])
             visits += 1
             grown = self.ev.front_values

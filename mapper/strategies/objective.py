@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import optuna
 
-from costmodels.protocol import Choice, SearchSpace, Target
+from costmodels.protocol import BatchScore, Choice, SearchSpace, Target
 from mapper.bounds import FrontBounds, StructureBounds
 from mapper.enumerate import pareto_front, point_at, subspace_codes
 from mapper.strategies.encoding import CONSTRAINT_PREFIX, Encoding
@@ -41,6 +41,8 @@ from workload.problem import Problem
 
 #: points of an infeasible trial's sub-space checked one by one for the constraints they violate
 CHECKED = 4
+#: live-point masks whose points `Evaluator` keeps (`_live`)
+KEPT_MASKS = 64
 #: value an infeasible trial reports (Optuna ranks it behind every feasible trial via its constraints anyway)
 PENALTY = 1e30
 
@@ -88,6 +90,10 @@ class Evaluator:
     last_duplicate: bool = False  # the last trial proposed a structure already covered
     _pattern: dict[str, np.ndarray] | None = None
     _cursor: Iterator[tuple[Choice, ...]] | None = None
+    #: scores priced ahead of their visit (`score_ahead`): per structure, the points priced (None: all) and scores
+    _ahead: dict[tuple[Choice, ...], tuple[np.ndarray | None, BatchScore]] = field(default_factory=dict)
+    #: the points left open by a live-point mask, and their inner code columns (read-only), per mask seen
+    _masks: dict[bytes, tuple[np.ndarray, dict[str, np.ndarray]]] = field(default_factory=dict)
 
     def __call__(self, trial: optuna.Trial) -> float | tuple[float, ...]:
         fixed = self.encoding.suggest(trial)
@@ -224,17 +230,104 @@ class Evaluator:
             out[p.name] = col
         return out
 
-    def _score(self, fixed: dict[str, Choice]) -> Outcome:
+    def _live(self, fixed: dict[str, Choice]) -> tuple[dict[str, np.ndarray], np.ndarray | None, int] | None:
+        """The structure's points to score: code columns, their numbers in its sub-space (None: all of them) and
+        how many were left out. Several objectives: only the points of cells the front leaves open; None when
+        it leaves none (the structure is then pruned by bound)."""
         codes = self._codes(fixed)
-        if self.front_bounds is not None:  # several objectives: only the points of cells the front leaves open
-            live = self.front_bounds.live_points(fixed, self.front_values, codes)
-            if live is not None and not live.all():
-                if not live.any():  # (the structure's bound is dominated: pruned, not infeasible)
-                    vec = self.front_bounds(fixed)
-                    return Outcome(None, None, bound=float(vec[0]), bound_values=tuple(float(x) for x in vec))
-                codes = _rows_of(codes, np.flatnonzero(live))
-                self.cells_left_out += int(live.size - live.sum())
-        score = self.target.score_codes(self.problem, codes)
+        if self.front_bounds is None:
+            return codes, None, 0
+        live = self.front_bounds.live_points(fixed, self.front_values, codes)
+        if live is None or live.all():
+            return codes, None, 0
+        if not live.any():
+            return None
+        mask = np.packbits(live).tobytes()  # the same few masks recur (a structure's live cells' points)
+        kept = self._masks.get(mask)
+        if kept is None:
+            idx = np.flatnonzero(live)
+            kept = (idx, {k: np.take(v, idx) for k, v in codes.items() if k in self.inner})
+            for col in kept[1].values():
+                col.flags.writeable = False  # shared by every structure with this mask
+            if len(self._masks) >= KEPT_MASKS:
+                self._masks.pop(next(iter(self._masks)))
+            self._masks[mask] = kept
+        idx, inner = kept
+        return (
+            {n: inner[n] if n in inner else np.broadcast_to(np.asarray(c)[:1], idx.shape) for n, c in codes.items()},
+            idx,
+            int(live.size - idx.size),
+        )
+
+    def score_ahead(self, structures: list[dict[str, Choice]], max_points: int = 1 << 17) -> int:
+        """Price, in one `Target.score_codes` call, the points the coming visits of `structures` will score.
+
+        A scorer whose cost is mostly per call (Trainium prices a structure's few live points with
+        about as many numpy calls as a whole grid) then prices them together; `_score` reads a structure's
+        scores when it is visited, for the points it scores then (the same or fewer: the front only
+        grows). A point's price does not depend on the points priced with it, so the outcome is the same.
+        Stops adding structures once `max_points` points are gathered; returns how many it went through.
+        """
+        todo: list[tuple[tuple[Choice, ...], np.ndarray | None, dict[str, np.ndarray]]] = []
+        total, taken = 0, 0
+        for fixed in structures:
+            if total >= max_points:
+                break
+            taken += 1
+            key = tuple(fixed[p.name] for p in self.encoding.params)
+            if key in self._ahead or key in self.memo:
+                continue
+            got = self._live(fixed)
+            if got is not None:
+                todo.append((key, got[1], got[0]))
+                total += len(got[1]) if got[1] is not None else self.inner_size
+        if len(todo) < 2:
+            return taken
+        names = [p.name for p in self.space.params]
+        joined = {n: np.concatenate([np.asarray(c[n], dtype=np.intp) for _, _, c in todo]) for n in names}
+        score = self.target.score_codes(self.problem, joined)
+        feasible = np.asarray(score.feasible, dtype=bool)
+        values = {o: np.asarray(score.objectives[o], dtype=np.float64) for o in self.objectives}
+        at = 0
+        for key, idx, codes in todo:
+            n = len(codes[names[0]])
+            part = {o: v[at : at + n] for o, v in values.items()}
+            self._ahead[key] = (idx, BatchScore(feasible=feasible[at : at + n], objectives=part))
+            at += n
+        return taken
+
+    def _read_ahead(self, key: tuple[Choice, ...], idx: np.ndarray | None) -> BatchScore | None:
+        """The scores `score_ahead` priced for the structure's points `idx` (None: all), if it priced them all."""
+        got = self._ahead.pop(key, None)
+        if got is None:
+            return None
+        before, score = got
+        if before is None:
+            sel = idx
+        elif idx is None:
+            return None  # (cannot happen: the points left open only shrink as the front grows)
+        else:
+            sel = np.searchsorted(before, idx)
+            if sel.size and (sel[-1] >= before.size or not np.array_equal(before[sel], idx)):
+                return None
+        if sel is None:
+            return score
+        return BatchScore(
+            feasible=np.asarray(score.feasible)[sel], objectives={o: v[sel] for o, v in score.objectives.items()}
+        )
+
+    def _score(self, fixed: dict[str, Choice]) -> Outcome:
+        got = self._live(fixed)
+        if got is None:  # every cell dominated by the front: pruned by its bound, not infeasible
+            assert self.front_bounds is not None
+            self._ahead.pop(tuple(fixed[p.name] for p in self.encoding.params), None)
+            vec = self.front_bounds(fixed)
+            return Outcome(None, None, bound=float(vec[0]), bound_values=tuple(float(x) for x in vec))
+        codes, idx, left_out = got
+        self.cells_left_out += left_out
+        score = self._read_ahead(tuple(fixed[p.name] for p in self.encoding.params), idx)
+        if score is None:
+            score = self.target.score_codes(self.problem, codes)
         feas = np.asarray(score.feasible, dtype=bool)
         self.scored += feas.size
         if not feas.any():  # why: the violations of a few points spread over the sub-space, checked one by one
@@ -291,12 +384,3 @@ class Evaluator:
         """The structures scored and those pruned by bound (keys: structural values in encoding order)."""
         pruned = {k for k, o in self.memo.items() if o.bound is not None}
         return set(self.memo) - pruned, pruned
-
-
-def _rows_of(codes: dict[str, np.ndarray], idx: np.ndarray) -> dict[str, np.ndarray]:
-    """The points `idx` of code columns; a broadcast constant (a fixed choice) stays one, without a copy."""
-    out: dict[str, np.ndarray] = {}
-    for name, col in codes.items():
-        col = np.asarray(col)
-        out[name] = np.broadcast_to(col[:1], idx.shape) if col.strides == (0,) else np.take(col, idx)
-    return out

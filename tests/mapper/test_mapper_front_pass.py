@@ -23,8 +23,16 @@ N = 10
 CELLS = np.array([[i + 1.0, 100.0 - 10 * i] for i in range(N)])
 
 
-def _run(grown_front: np.ndarray) -> tuple[list[int], LivePass]:
-    ev = SimpleNamespace(front_values=np.array([[0.5, 1000.0]]))  # dominates no cell
+def _run(grown_front: np.ndarray, asked: list[list[int]] | None = None, take: int = 3) -> tuple[list[int], LivePass]:
+    """Visit the N structures through a `LivePass`; `asked` hears each look-ahead (`Evaluator.score_ahead`),
+    which goes through `take` structures at a time."""
+
+    def score_ahead(structures: list[dict[str, int]]) -> int:
+        if asked is not None:
+            asked.append([s["x"] for s in structures])
+        return min(take, len(structures))
+
+    ev = SimpleNamespace(front_values=np.array([[0.5, 1000.0]]), score_ahead=score_ahead)  # dominates no cell
     structural = (Param(name="x", choices=tuple(range(N))),)
     flat = CELLS[:, 0].copy()
 
@@ -58,3 +66,13 @@ def test_no_pass_again_when_too_few_structures_are_left(monkeypatch: pytest.Monk
     monkeypatch.setattr(front_pass, "REPASS_PAYS", 1e9)  # visiting what is left always costs less than a pass
     visited, lp = _run(np.array([[0.5, 55.0]]))
     assert visited == list(range(N)) and lp.passes == 0 and lp.pruned == 0
+
+
+def test_the_coming_live_structures_are_priced_ahead_a_few_at_a_time() -> None:
+    asked: list[list[int]] = []
+    visited, _ = _run(np.array([[0.5, 55.0]]), asked, take=3)
+    # structure 0 asks for every live one after the pass; each look-ahead takes 3, the next one starts after them;
+    # the second pass (after 0's visit) left out 1-4, so the look-ahead from 5 asks for 5-9 only
+    assert asked[0] == list(range(N))
+    assert asked[1] == [5, 6, 7, 8, 9] and asked[2] == [8, 9]
+    assert visited == [0, 5, 6, 7, 8, 9]

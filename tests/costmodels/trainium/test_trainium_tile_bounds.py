@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -135,6 +136,42 @@ def test_subgrid_scorer_gives_the_whole_grids_values(seed: int) -> None:
         for o in ("latency", "offchip_bytes", "footprint", "energy"):
             assert np.array_equal(got.objectives[o], whole.objectives[o]), o
     assert STRUCTURAL == TILE_PARAMS
+
+
+def test_structures_alike_but_for_tile_mov_are_priced_as_one_product(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scattered structures (two tile groups, three tile_mov each, one with half its points) too many for one
+    product: each group that uses the same other choices is one product over its tile_mov choices."""
+    import costmodels.trainium.subgrid as sg
+
+    p = PROBLEMS[0]
+    t = every_tile_target("trn1")
+    space = t.space(p)
+    consts = lambda r: problem_consts(p, t.hardware, r, supported=True)  # noqa: E731
+    dims = [len(q.choices) for q in space.params[:4]]
+    parts = []
+    for stat, mov in itertools.product((1, 2), (0, 3, 5)):
+        codes = structure_codes(space, int(np.ravel_multi_index((0, stat, mov, 1), dims)))
+        if (stat, mov) == (2, 5):  # other (cores, shard) choices than its group's: its own product
+            keep = codes["cores"] == 0
+            codes = {k: v[keep] for k, v in codes.items()}
+        parts.append(codes)
+    codes = {k: np.concatenate([c[k] for c in parts]) for k in parts[0]}
+    per_structure = len(parts[0]["cores"])
+    monkeypatch.setattr(sg, "SUBGRID_LIMIT", 3 * per_structure)  # a group fits, both do not
+    calls: list[int] = []
+    real = sg.SubgridScorer._product
+
+    def counted(self: object, part: dict[str, np.ndarray], used: dict[str, np.ndarray]) -> object:
+        calls.append(len(part["cores"]))
+        return real(self, part, used)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sg.SubgridScorer, "_product", counted)
+    got = SubgridScorer(p, t.hardware, space, consts)(codes)
+    assert sorted(calls) == sorted([3 * per_structure, 2 * per_structure, len(parts[-1]["cores"])])
+    whole = GridScorer(price_grid(p, t.hardware, space, consts))(codes)
+    assert np.array_equal(got.feasible, whole.feasible)
+    for o in ("latency", "offchip_bytes", "footprint", "energy"):
+        assert np.array_equal(got.objectives[o], whole.objectives[o]), o
 
 
 #: small enough to enumerate every tile count (0.4-2.0 M points; every tile count makes even these spaces large)
