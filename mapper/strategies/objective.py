@@ -59,6 +59,17 @@ class Outcome:
     front: list[tuple[dict[str, Choice], tuple[float, ...]]] = field(default_factory=list)  # several objectives
 
 
+@dataclass(frozen=True)
+class Ahead:
+    """A structure's points priced ahead of its visit (`Evaluator.score_ahead`)."""
+
+    version: int  # the front's (`Evaluator._version`) when they were chosen
+    idx: np.ndarray | None  # their numbers in the structure's sub-space (None: every point)
+    codes: dict[str, np.ndarray]  # their code columns
+    left_out: int  # the points of cells the front dominated then
+    score: BatchScore
+
+
 @dataclass
 class Evaluator:
     """Callable Optuna objective that also keeps the search's history."""
@@ -90,8 +101,10 @@ class Evaluator:
     last_duplicate: bool = False  # the last trial proposed a structure already covered
     _pattern: dict[str, np.ndarray] | None = None
     _cursor: Iterator[tuple[Choice, ...]] | None = None
-    #: scores priced ahead of their visit (`score_ahead`): per structure, the points priced (None: all) and scores
-    _ahead: dict[tuple[Choice, ...], tuple[np.ndarray | None, BatchScore]] = field(default_factory=dict)
+    #: scores priced ahead of their visit (`score_ahead`), per structure: the front's `_version` then, the points
+    #: priced (their numbers, None: all; their code columns; how many were left out) and their scores
+    _ahead: dict[tuple[Choice, ...], Ahead] = field(default_factory=dict)
+    _version: int = 0  # changes whenever the front does
     #: the points left open by a live-point mask, and their inner code columns (read-only), per mask seen
     _masks: dict[bytes, tuple[np.ndarray, dict[str, np.ndarray]]] = field(default_factory=dict)
 
@@ -170,7 +183,10 @@ class Evaluator:
     def _merge_front(self, outcome: Outcome) -> None:
         new = np.array([v for _, v in outcome.front], dtype=np.float64)
         both = new if self.front_values is None else np.concatenate([self.front_values, new])
-        self.front_values = both[pareto_front(both)]
+        front = both[pareto_front(both)]
+        if self.front_values is None or not np.array_equal(front, self.front_values):
+            self._version += 1
+        self.front_values = front
 
     def _bound(self, fixed: dict[str, Choice]) -> Outcome | None:
         """The outcome of a structure bounded out by the best found or the front (None: it must be scored)."""
@@ -268,7 +284,7 @@ class Evaluator:
         grows). A point's price does not depend on the points priced with it, so the outcome is the same.
         Stops adding structures once `max_points` points are gathered; returns how many it went through.
         """
-        todo: list[tuple[tuple[Choice, ...], np.ndarray | None, dict[str, np.ndarray]]] = []
+        todo: list[tuple[tuple[Choice, ...], tuple[dict[str, np.ndarray], np.ndarray | None, int]]] = []
         total, taken = 0, 0
         for fixed in structures:
             if total >= max_points:
@@ -279,20 +295,20 @@ class Evaluator:
                 continue
             got = self._live(fixed)
             if got is not None:
-                todo.append((key, got[1], got[0]))
+                todo.append((key, got))
                 total += len(got[1]) if got[1] is not None else self.inner_size
         if len(todo) < 2:
             return taken
         names = [p.name for p in self.space.params]
-        joined = {n: np.concatenate([np.asarray(c[n], dtype=np.intp) for _, _, c in todo]) for n in names}
+        joined = {n: np.concatenate([np.asarray(got[0][n], dtype=np.intp) for _, got in todo]) for n in names}
         score = self.target.score_codes(self.problem, joined)
         feasible = np.asarray(score.feasible, dtype=bool)
         values = {o: np.asarray(score.objectives[o], dtype=np.float64) for o in self.objectives}
         at = 0
-        for key, idx, codes in todo:
+        for key, (codes, idx, left_out) in todo:
             n = len(codes[names[0]])
-            part = {o: v[at : at + n] for o, v in values.items()}
-            self._ahead[key] = (idx, BatchScore(feasible=feasible[at : at + n], objectives=part))
+            part = BatchScore(feasible=feasible[at : at + n], objectives={o: v[at : at + n] for o, v in values.items()})
+            self._ahead[key] = Ahead(self._version, idx, codes, left_out, part)
             at += n
         return taken
 
@@ -301,7 +317,7 @@ class Evaluator:
         got = self._ahead.pop(key, None)
         if got is None:
             return None
-        before, score = got
+        before, score = got.idx, got.score
         if before is None:
             sel = idx
         elif idx is None:
@@ -317,15 +333,22 @@ class Evaluator:
         )
 
     def _score(self, fixed: dict[str, Choice]) -> Outcome:
-        got = self._live(fixed)
-        if got is None:  # every cell dominated by the front: pruned by its bound, not infeasible
-            assert self.front_bounds is not None
-            self._ahead.pop(tuple(fixed[p.name] for p in self.encoding.params), None)
-            vec = self.front_bounds(fixed)
-            return Outcome(None, None, bound=float(vec[0]), bound_values=tuple(float(x) for x in vec))
-        codes, idx, left_out = got
+        key = tuple(fixed[p.name] for p in self.encoding.params)
+        kept = self._ahead.get(key)
+        score: BatchScore | None = None
+        if kept is not None and kept.version == self._version:  # the front as when priced: the same points
+            del self._ahead[key]
+            codes, left_out, score = kept.codes, kept.left_out, kept.score
+        else:
+            got = self._live(fixed)
+            if got is None:  # every cell dominated by the front: pruned by its bound, not infeasible
+                assert self.front_bounds is not None
+                self._ahead.pop(key, None)
+                vec = self.front_bounds(fixed)
+                return Outcome(None, None, bound=float(vec[0]), bound_values=tuple(float(x) for x in vec))
+            codes, idx, left_out = got
+            score = self._read_ahead(key, idx)
         self.cells_left_out += left_out
-        score = self._read_ahead(tuple(fixed[p.name] for p in self.encoding.params), idx)
         if score is None:
             score = self.target.score_codes(self.problem, codes)
         feas = np.asarray(score.feasible, dtype=bool)

@@ -13,7 +13,7 @@ import numpy as np
 from costmodels.protocol import BatchScore
 from mapper.bounds import FrontBounds
 from mapper.strategies import Encoding
-from mapper.strategies.objective import Evaluator
+from mapper.strategies.objective import Ahead, Evaluator
 from tests.costmodels.trainium.tile_structures import every_tile_target
 from workload.einsum import einsum
 
@@ -82,17 +82,17 @@ def test_a_visit_reads_the_rows_of_the_points_it_scores() -> None:
         feasible=np.array([True, True, False, True]),
         objectives={"latency": np.array([10.0, 30, 50, 70]), "offchip_bytes": np.array([1.0, 3, 5, 7])},
     )
-    ev._ahead[key] = (np.array([1, 3, 5, 7]), score)  # priced: points 1, 3, 5, 7 of the structure
+    ev._ahead[key] = Ahead(-1, np.array([1, 3, 5, 7]), {}, 0, score)  # priced: points 1, 3, 5, 7 of the structure
     got = ev._read_ahead(key, np.array([3, 7]))  # the grown front left 1 and 5 out
     assert got is not None and got.feasible.tolist() == [True, True]
     assert got.objectives["latency"].tolist() == [30.0, 70.0] and got.objectives["offchip_bytes"].tolist() == [3, 7]
     assert key not in ev._ahead  # read once
-    ev._ahead[key] = (np.array([1, 3]), score)
+    ev._ahead[key] = Ahead(-1, np.array([1, 3]), {}, 0, score)
     assert ev._read_ahead(key, np.array([2])) is None  # a point not priced: scored afresh
-    ev._ahead[key] = (np.array([1, 3]), score)
+    ev._ahead[key] = Ahead(-1, np.array([1, 3]), {}, 0, score)
     assert ev._read_ahead(key, None) is None  # (every point: more than were priced)
-    ev._ahead[key] = (None, score)  # every point priced
+    ev._ahead[key] = Ahead(-1, None, {}, 0, score)  # every point priced
     got = ev._read_ahead(key, np.array([0, 2]))
     assert got is not None and got.objectives["latency"].tolist() == [10.0, 50.0]
-    ev._ahead[key] = (None, score)
+    ev._ahead[key] = Ahead(-1, None, {}, 0, score)
     assert ev._read_ahead(key, None) is score
