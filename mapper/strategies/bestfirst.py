@@ -8,9 +8,11 @@ structures are then visited in ascending bound order, ties in the space's number
 structural choices in C order), so the order depends on the space alone. A target that also floors
 every structure in one array (`mapper.bounds.StructureFloored`: Ascend, whose exact bound costs
 about what scoring the structure does) gets the same order with an exact bound only for the
-structures whose floor comes first (`mapper.strategies.floored`; with several objectives a structure
-whose cells' floors the front dominates when its floor comes first, `FrontBounds.out`, is left out
-without its exact bound: Ascend floors every objective, `structure_front_cells`). Each visited structure's
+structures whose floor comes first (`mapper.strategies.floored`; with several objectives the visits
+follow the floors: a structure whose cells' floors the front dominates when its floor comes first,
+`FrontBounds.out`, is left out without its exact bound, Ascend flooring every objective,
+`structure_front_cells`, and any other is bounded exactly and visited at once unless the front
+dominates that bound, so its box is priced once). Each visited structure's
 sub-space is scored exactly (`Evaluator.visit`). The search stops when the next structure's bound
 is not below the best found (``bound * (1 + RTOL) >= best``, `StructureBounds.bounded_out`): the
 bounds are sorted, so no structure left can hold a better point and the best is optimal over the
@@ -256,13 +258,19 @@ class BestFirst(Strategy):
                 if reason is not None:
                     next_bound = max(raw_bound, bounds.whole())
                     break
-                if not exact:  # a floor: `Floored` bounds the structure exactly before it comes again ...
+                if not exact:  # a floor: `Floored` bounds the structure exactly before it comes again
                     assert floored is not None
-                    floor = front_bounds.with_latency(max(raw_bound, bounds.whole())) if front_bounds else None
-                    if front_bounds is not None and front_bounds.out(fixed, ev.front_values, floor):
-                        floored.drop(key)  # ... unless the front dominates its floors (its cells': FrontCellBounded)
+                    if front_bounds is None:
+                        continue
+                    # several objectives: out if the front dominates its floors (its cells': FrontCellBounded), else
+                    # bounded exactly and visited now, its box just priced (the front does not depend on the order)
+                    floored.drop(key)
+                    if front_bounds.out(
+                        fixed, ev.front_values, front_bounds.with_latency(max(raw_bound, bounds.whole()))
+                    ):
                         skipped += 1
-                    continue
+                        continue
+                    raw_bound = floored.exact(key)
                 vec = front_bounds.with_latency(max(raw_bound, bounds.whole())) if front_bounds else None
                 if front_bounds is not None and front_bounds.out(fixed, ev.front_values, vec):
                     skipped += 1  # every cell dominated: out, but a later structure's cells may not be
@@ -307,7 +315,8 @@ class BestFirst(Strategy):
             f"whose floor came first, took {self.bound_seconds:.3f} s"
         )
         how = (
-            f"{visited:,} scored ({'warm starts first, then ' if settings.warm_start else ''}by ascending bound; "
+            f"{visited:,} scored ({'warm starts first, then ' if settings.warm_start else ''}by ascending "
+            f"{'floor' if floored is not None and front_bounds is not None else 'bound'}; "
             f"{bounding})"
             if ordered
             else f"{visited:,} scored (warm starts only, stopped by {reason}: no structure bounded one by one)"

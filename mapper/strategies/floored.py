@@ -9,8 +9,11 @@ search (`mapper.strategies.bestfirst`) then uses the floors twice without changi
   the exact bound, a floor that rules it out means the exact bound does too: the same decision);
 - the ordered pass takes the structures from `Floored`: the order of the exact bounds, with only
   the structures whose floor comes first bounded exactly (proof in `Floored`). With several
-  objectives best-first may `Floored.drop` a structure when its floor comes first (the front
-  dominates its floors, which only grows): it is then never bounded exactly nor scored.
+  objectives best-first takes a structure when its floor comes first (`Floored.drop`): left out
+  when the front dominates its floors (the front only grows), else bounded exactly and visited
+  at once unless the front dominates that bound. The order of the visits is then the floors'; the
+  front does not depend on it, and the stop at a floor's key holds as before (every key left is
+  at least as high).
 
 The floors are computed once, on first use: a search that a warm start proves at the roofline
 needs none, and the warm starts ask `EXACT_FIRST` exact bounds before the floors are computed.
@@ -107,9 +110,17 @@ class Floored:
         self.dropped: set[tuple[Choice, ...]] = set()
 
     def drop(self, key: tuple[Choice, ...]) -> None:
-        """Leave the structure just yielded out for good, without its exact bound (several objectives: the front
-        dominates its floors, `mapper.bounds.FrontBounds.out`, and the front only grows)."""
+        """Never yield the structure just yielded again (several objectives: the front dominates its floors,
+        `mapper.bounds.FrontBounds.out`, and the front only grows; or the caller bounds it now, `exact`)."""
         self.dropped.add(key)
+
+    def exact(self, key: tuple[Choice, ...]) -> float:
+        """The structure's exact bound (``max(whole, own)``), counted in `exact_count` and the table's time."""
+        t0 = time.perf_counter()
+        own = self.table.bounds.own(dict(zip(self.table.names, key, strict=True)))
+        self.exact_count += 1
+        self.table.seconds += time.perf_counter() - t0
+        return max(self.whole, own)
 
     def __iter__(self) -> Iterator[tuple[tuple[Choice, ...], float, bool]]:
         keys, names = self.table.keys, self.table.names
