@@ -41,8 +41,8 @@ from workload.problem import Problem
 
 #: points of an infeasible trial's sub-space checked one by one for the constraints they violate
 CHECKED = 4
-#: live-point masks whose points `Evaluator` keeps (`_live`)
-KEPT_MASKS = 64
+#: bytes of the live-point masks' points `Evaluator` keeps (`_live`: a few masks recur on Trainium)
+KEPT_MASK_BYTES = 16 << 20
 #: value an infeasible trial reports (Optuna ranks it behind every feasible trial via its constraints anyway)
 PENALTY = 1e30
 
@@ -107,6 +107,7 @@ class Evaluator:
     _version: int = 0  # changes whenever the front does
     #: the points left open by a live-point mask, and their inner code columns (read-only), per mask seen
     _masks: dict[bytes, tuple[np.ndarray, dict[str, np.ndarray]]] = field(default_factory=dict)
+    _mask_bytes: int = 0
 
     def __call__(self, trial: optuna.Trial) -> float | tuple[float, ...]:
         fixed = self.encoding.suggest(trial)
@@ -265,9 +266,11 @@ class Evaluator:
             kept = (idx, {k: np.take(v, idx) for k, v in codes.items() if k in self.inner})
             for col in kept[1].values():
                 col.flags.writeable = False  # shared by every structure with this mask
-            if len(self._masks) >= KEPT_MASKS:
-                self._masks.pop(next(iter(self._masks)))
             self._masks[mask] = kept
+            self._mask_bytes += idx.nbytes + sum(c.nbytes for c in kept[1].values())
+            while self._mask_bytes > KEPT_MASK_BYTES and len(self._masks) > 1:  # oldest out
+                old_idx, old_cols = self._masks.pop(next(iter(self._masks)))
+                self._mask_bytes -= old_idx.nbytes + sum(c.nbytes for c in old_cols.values())
         idx, inner = kept
         return (
             {n: inner[n] if n in inner else np.broadcast_to(np.asarray(c)[:1], idx.shape) for n, c in codes.items()},

@@ -9,10 +9,11 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 
 from costmodels.protocol import BatchScore
 from mapper.bounds import FrontBounds
-from mapper.strategies import Encoding
+from mapper.strategies import Encoding, objective
 from mapper.strategies.objective import Ahead, Evaluator
 from tests.costmodels.trainium.tile_structures import every_tile_target
 from workload.einsum import einsum
@@ -96,3 +97,14 @@ def test_a_visit_reads_the_rows_of_the_points_it_scores() -> None:
     assert got is not None and got.objectives["latency"].tolist() == [10.0, 50.0]
     ev._ahead[key] = Ahead(-1, None, {}, 0, score)
     assert ev._read_ahead(key, None) is score
+
+
+def test_the_kept_live_point_masks_stay_within_their_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(objective, "KEPT_MASK_BYTES", 1)  # the newest mask only
+    ev, structures, _ = _evaluator()
+    for fixed in structures:
+        ev.visit(fixed)
+    assert ev.cells_left_out > 0 and len(ev._masks) == 1
+    idx, cols = next(iter(ev._masks.values()))
+    assert ev._mask_bytes == idx.nbytes + sum(c.nbytes for c in cols.values())
+    assert all(not c.flags.writeable for c in cols.values())  # shared by every structure with that mask
