@@ -61,7 +61,9 @@ class CellMemo:
     mlp.gate_proj, tens of visits per group): the cells of a group, every tile_mov at once, cost about
     as much as one structure's (numpy's per-call overhead, not the arrays, is the cost). So a group is
     priced whole once more than `after` of its structures were asked for (`get` says None before: price
-    the structure alone), and a group visited once is not priced whole.
+    the structure alone), and a group visited once is not priced whole. It also keeps what every visit of
+    the problem asks again: the roles' sizes per stationary choice (`sizes`) and each point's number in
+    (cores, shard) order for the last code columns asked (`cores_shard`).
     """
 
     def __init__(self, limit_bytes: int = 64 << 20, after: int = 1) -> None:
@@ -69,6 +71,17 @@ class CellMemo:
         self._groups: OrderedDict[tuple[object, ...], dict[tuple[int, int, int], np.ndarray]] = OrderedDict()
         self._asked: Counter[tuple[object, ...]] = Counter()
         self._bytes = 0
+        self.sizes: dict[str, dict[str, list[int]]] = {}
+        self._columns: tuple[np.ndarray, np.ndarray, int, np.ndarray] | None = None  # arrays held, not ids
+
+    def cores_shard(self, cores: np.ndarray, shard: np.ndarray, shards: int) -> np.ndarray:
+        """Each point's number in (cores, shard) C order (a search asks with the same columns every visit)."""
+        kept = self._columns
+        if kept is not None and kept[0] is cores and kept[1] is shard and kept[2] == shards:
+            return kept[3]
+        flat = np.asarray(cores, dtype=np.intp) * shards + np.asarray(shard, dtype=np.intp)
+        self._columns = (cores, shard, shards, flat)
+        return flat
 
     def get(
         self, key: tuple[object, ...], build: Callable[[], dict[tuple[int, int, int], np.ndarray]]
@@ -124,7 +137,8 @@ def structure_cells(
     if group is not None:
         at = choices["tile_mov"].index(fixed["tile_mov"])
         none = np.full(len(objectives), np.inf)
-        return np.stack([group[split][at] if split in group else none for split in _splits_of(problem, choices, fixed)])
+        splits = _splits_of(problem, choices, fixed, memo)
+        return np.stack([group[split][at] if split in group else none for split in splits])
     narrowed = {**choices, **{n: (fixed[n],) for n in TILE_PARAMS if n in fixed}}
     rows = [
         _rows(hw, lat, floors, objectives)
@@ -195,27 +209,23 @@ def cell_blocks(
     return (block for step in itertools.zip_longest(*runs) for block in step if block is not None)
 
 
-_SIZES: list[tuple[Problem, str, dict[str, list[int]]]] = []  # the last problems asked: objects held, not ids
-
-
-def _role_sizes(problem: Problem, fixed: dict[str, Choice]) -> dict[str, list[int]]:
-    """The b, s and m roles' axis sizes under the structure's stationary choice (the last few answers kept: a
-    search asks for every structure it visits)."""
+def _role_sizes(problem: Problem, fixed: dict[str, Choice], memo: CellMemo | None = None) -> dict[str, list[int]]:
+    """The b, s and m roles' axis sizes under the structure's stationary choice (kept in `memo`, the problem's)."""
     stationary = str(fixed["stationary"])
-    for prob, st, sizes in _SIZES:
-        if prob is problem and st == stationary:
-            return sizes
+    if memo is not None and stationary in memo.sizes:
+        return memo.sizes[stationary]
     roles = roles_of(problem, stationary)
     sizes = {r: [problem.axes[a] for a in roles.axes[r]] for r in "bsm"}
-    _SIZES[:] = [(problem, stationary, sizes), *_SIZES[:7]]
+    if memo is not None:
+        memo.sizes[stationary] = sizes
     return sizes
 
 
 def _splits_of(
-    problem: Problem, choices: dict[str, tuple[Choice, ...]], fixed: dict[str, Choice]
+    problem: Problem, choices: dict[str, tuple[Choice, ...]], fixed: dict[str, Choice], memo: CellMemo | None = None
 ) -> list[tuple[int, int, int]]:
     """The core splits of one tile structure in `bounds.core_splits` order: `structure_cells`' rows."""
-    sizes = _role_sizes(problem, fixed)
+    sizes = _role_sizes(problem, fixed, memo)
     key = tuple(tuple(sizes[r]) for r in "bsm")
     return list(_splits(key, int(fixed["tile_stat"]), int(fixed["tile_mov"]), max(int(c) for c in choices["cores"])))
 
@@ -248,19 +258,24 @@ def _cell_table(
 
 
 def cell_of_points(
-    problem: Problem, space: SearchSpace, fixed: dict[str, Choice], codes: dict[str, np.ndarray]
+    problem: Problem,
+    space: SearchSpace,
+    fixed: dict[str, Choice],
+    codes: dict[str, np.ndarray],
+    memo: CellMemo | None = None,
 ) -> np.ndarray | None:
     """Each point's row in `structure_cells` of the structure `fixed` (its points as code columns).
 
     A point's cell is its own core split: ``c_r`` the product of role r's chip factors
     (`nest.split_role` with the cores `nest.shard_cores` gives r), fixed by the structure's tiles and
     the point's (cores, shard) choices alone; its row is the split's place in `bounds.core_splits`
-    order, as `split_cells` yields them. None when the structure leaves a tile choice free.
+    order, as `split_cells` yields them. None when the structure leaves a tile choice free. `memo`: the
+    problem's `CellMemo`, which keeps what the next structure asks again.
     """
     if any(n not in fixed for n in TILE_PARAMS):
         return None
     choices = {p.name: p.choices for p in space.params}
-    sizes = _role_sizes(problem, fixed)
+    sizes = _role_sizes(problem, fixed, memo)
     table = _cell_table(
         tuple(tuple(sizes[r]) for r in "bsm"),
         int(fixed["tile_stat"]),
@@ -270,18 +285,5 @@ def cell_of_points(
     )
     if table is None:
         return None
-    return table.reshape(-1)[_cores_shard(codes["cores"], codes["shard"], table.shape[1])]
-
-
-_PAIRS: list[tuple[np.ndarray, np.ndarray, int, np.ndarray]] = []  # the last columns asked: arrays held, not ids
-
-
-def _cores_shard(cores: np.ndarray, shard: np.ndarray, shards: int) -> np.ndarray:
-    """Each point's number in (cores, shard) C order; the last pair of columns' answer kept (a search asks with
-    the same sub-space pattern for every structure)."""
-    for c, sh, n, flat in _PAIRS:
-        if c is cores and sh is shard and n == shards:
-            return flat
-    flat = np.asarray(cores, dtype=np.intp) * shards + np.asarray(shard, dtype=np.intp)
-    _PAIRS[:] = [(cores, shard, shards, flat)]
-    return flat
+    memo = memo if memo is not None else CellMemo()
+    return table.reshape(-1)[memo.cores_shard(codes["cores"], codes["shard"], table.shape[1])]

@@ -196,7 +196,7 @@ class TrainiumTarget(FamilyTarget[Prepared]):
         prep = self.prepared(problem)
         if prep.reasons:
             return None
-        return cell_of_points(problem, prep.space, fixed_choices, codes)
+        return cell_of_points(problem, prep.space, fixed_choices, codes, prep.cells)
 
     def structure_front_cell_blocks(
         self, problem: Problem, names: tuple[str, ...], objectives: tuple[str, ...], front: np.ndarray | None = None
