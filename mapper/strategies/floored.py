@@ -123,15 +123,11 @@ class Floored:
         return max(self.whole, own)
 
     def __iter__(self) -> Iterator[tuple[tuple[Choice, ...], float, bool]]:
-        keys, names = self.table.keys, self.table.names
+        keys = self.table.keys
         while self.heap:
             key, tier, i = heapq.heappop(self.heap)
             if keys[i] in self.seen or keys[i] in self.dropped:
                 continue
             yield keys[i], key, bool(tier)
             if not tier and keys[i] not in self.dropped:
-                t0 = time.perf_counter()
-                own = self.table.bounds.own(dict(zip(names, keys[i], strict=True)))
-                heapq.heappush(self.heap, (max(self.whole, own), 1, i))
-                self.exact_count += 1
-                self.table.seconds += time.perf_counter() - t0
+                heapq.heappush(self.heap, (self.exact(keys[i]), 1, i))

@@ -105,13 +105,13 @@ class Evaluator:
     #: priced (their numbers, None: all; their code columns; how many were left out) and their scores
     _ahead: dict[tuple[Choice, ...], Ahead] = field(default_factory=dict)
     _version: int = 0  # changes whenever the front does
-    #: the points left open by a live-point mask, and their inner code columns (read-only), per mask seen
-    _masks: dict[bytes, tuple[np.ndarray, dict[str, np.ndarray]]] = field(default_factory=dict)
+    #: the points left open by a live-point mask, their inner code columns (read-only) and their bytes, per mask
+    _masks: dict[bytes, tuple[np.ndarray, dict[str, np.ndarray], int]] = field(default_factory=dict)
     _mask_bytes: int = 0
 
     def __call__(self, trial: optuna.Trial) -> float | tuple[float, ...]:
         fixed = self.encoding.suggest(trial)
-        key = tuple(fixed[p.name] for p in self.encoding.params)
+        key = self._key(fixed)
         outcome = self.memo.get(key)
         self.last_duplicate = outcome is not None
         if outcome is None:
@@ -159,7 +159,7 @@ class Evaluator:
     def visit(self, fixed: dict[str, Choice]) -> Outcome:
         """Score one structure's sub-space outside Optuna (best-first search): the same bookkeeping as a trial."""
         outcome = self._score(fixed)
-        self.memo[tuple(fixed[p.name] for p in self.encoding.params)] = outcome
+        self.memo[self._key(fixed)] = outcome
         if outcome.bound is not None:  # every cell dominated by the front (`_score`): pruned, not infeasible
             self.pruned += 1
         elif outcome.point is None or outcome.values is None:
@@ -176,6 +176,10 @@ class Evaluator:
                 self.improved_at, self.improved_time = len(self.trace) + 1, time.perf_counter()
         self._record()
         return outcome
+
+    def _key(self, fixed: dict[str, Choice]) -> tuple[Choice, ...]:
+        """A structure's key in `memo` and `_ahead`: its structural choices in the encoding's order."""
+        return tuple(fixed[p.name] for p in self.encoding.params)
 
     def _record(self) -> None:
         self.trace.append(None if self.best_values is None else self.best_values[0])
@@ -263,15 +267,15 @@ class Evaluator:
         kept = self._masks.get(mask)
         if kept is None:
             idx = np.flatnonzero(live)
-            kept = (idx, {k: np.take(v, idx) for k, v in codes.items() if k in self.inner})
-            for col in kept[1].values():
+            cols = {k: np.take(v, idx) for k, v in codes.items() if k in self.inner}
+            for col in cols.values():
                 col.flags.writeable = False  # shared by every structure with this mask
+            kept = (idx, cols, idx.nbytes + sum(c.nbytes for c in cols.values()))
             self._masks[mask] = kept
-            self._mask_bytes += idx.nbytes + sum(c.nbytes for c in kept[1].values())
+            self._mask_bytes += kept[2]
             while self._mask_bytes > KEPT_MASK_BYTES and len(self._masks) > 1:  # oldest out
-                old_idx, old_cols = self._masks.pop(next(iter(self._masks)))
-                self._mask_bytes -= old_idx.nbytes + sum(c.nbytes for c in old_cols.values())
-        idx, inner = kept
+                self._mask_bytes -= self._masks.pop(next(iter(self._masks)))[2]
+        idx, inner, _ = kept
         return (
             {n: inner[n] if n in inner else np.broadcast_to(np.asarray(c)[:1], idx.shape) for n, c in codes.items()},
             idx,
@@ -293,7 +297,7 @@ class Evaluator:
             if total >= max_points:
                 break
             taken += 1
-            key = tuple(fixed[p.name] for p in self.encoding.params)
+            key = self._key(fixed)
             if key in self._ahead or key in self.memo:
                 continue
             got = self._live(fixed)
@@ -336,7 +340,7 @@ class Evaluator:
         )
 
     def _score(self, fixed: dict[str, Choice]) -> Outcome:
-        key = tuple(fixed[p.name] for p in self.encoding.params)
+        key = self._key(fixed)
         kept = self._ahead.get(key)
         score: BatchScore | None = None
         if kept is not None and kept.version == self._version:  # the front as when priced: the same points

@@ -105,6 +105,6 @@ def test_the_kept_live_point_masks_stay_within_their_bytes(monkeypatch: pytest.M
     for fixed in structures:
         ev.visit(fixed)
     assert ev.cells_left_out > 0 and len(ev._masks) == 1
-    idx, cols = next(iter(ev._masks.values()))
-    assert ev._mask_bytes == idx.nbytes + sum(c.nbytes for c in cols.values())
+    idx, cols, size = next(iter(ev._masks.values()))
+    assert ev._mask_bytes == size == idx.nbytes + sum(c.nbytes for c in cols.values())
     assert all(not c.flags.writeable for c in cols.values())  # shared by every structure with that mask
