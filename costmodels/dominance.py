@@ -23,9 +23,9 @@ def dominated_rows(rows: np.ndarray, front: np.ndarray) -> np.ndarray:
     lim = rows * (1 + RTOL)
     if front.shape[1] == 2:
         order = np.argsort(front[:, 0], kind="stable")
-        first, least_second = front[order, 0], np.minimum.accumulate(front[order, 1])
-        at = np.searchsorted(first, lim[:, 0], side="right")  # front points no worse on the first objective
-        ok = at > 0
-        out[ok] |= least_second[at[ok] - 1] <= lim[ok, 1]
-        return out
+        # the least second objective of the front's first i points (by the first objective) at i; at 0 (no point
+        # no worse on the first objective) nan, which no comparison passes
+        least_second = np.concatenate(([np.nan], np.minimum.accumulate(front[order, 1])))
+        at = np.searchsorted(front[order, 0], lim[:, 0], side="right")  # front points no worse on the first
+        return out | (least_second[at] <= lim[:, 1])
     return out | np.all(front[None, :, :] <= lim[:, None, :], axis=2).any(axis=1)

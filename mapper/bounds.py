@@ -36,7 +36,9 @@ no better on any objective than its cell's vector; the structure is out when the
 every cell's vector (each lifted to at least the structure's vector, both being admissible): each
 of its points is then dominated by, or has the values of, a front point. A structure's least
 bytes and least latency usually sit in different cells (few slices move few bytes, slowly), so the
-cells bound out structures a single vector (its least latency beside its least bytes) cannot.
+cells bound out structures a single vector (its least latency beside its least bytes) cannot. A
+target may screen the cells against the front (`FrontCellScreened`: RNGD gives the cells of a row of
+them one vector below each when the front dominates it), which changes no test's outcome.
 """
 
 from __future__ import annotations
@@ -155,6 +157,22 @@ class FrontCellBounded(Protocol):
 
 
 @runtime_checkable
+class FrontCellScreened(Protocol):
+    """Optional beside `FrontCellBounded`: a structure's cells screened against a front, for less work.
+
+    Contract: the rows of `structure_front_cells` for the same arguments, in the same order, except
+    that a row `front` dominates (within `RTOL`) may hold a lower vector that `front` still dominates.
+    Each row still bounds its cell's points, and a dominance test of the rows against `front`, or
+    against a front that dominates each of its points (the search's front only grows), has the outcome
+    of the cells' own. `front` None or empty: the cells themselves.
+    """
+
+    def structure_front_cells_screened(
+        self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray | None
+    ) -> np.ndarray | None: ...
+
+
+@runtime_checkable
 class CellOfPoints(Protocol):
     """Optional, beside `FrontCellBounded`: which of a structure's cells each of its points is in.
 
@@ -241,17 +259,22 @@ class FrontBounds:
             return True
         if self._cells is None:
             return False
-        cells = self._cells_of(fixed)
+        cells = self._cells_of(fixed, front)
         return cells is not None and bool(dominated_rows(np.maximum(cells, vec), front).all())
 
-    def _cells_of(self, fixed: dict[str, Choice]) -> np.ndarray | None:
-        """The target's cells of the structure, the last `KEPT_CELLS` structures' kept (`out` then `live_points`
-        ask for them, and a visit after `Evaluator.score_ahead` asked for them too)."""
+    def _cells_of(self, fixed: dict[str, Choice], front: np.ndarray) -> np.ndarray | None:
+        """The target's cells of the structure (screened against `front` where the target can,
+        `FrontCellScreened`), the last `KEPT_CELLS` structures' kept (`out` then `live_points` ask for them,
+        and a visit after `Evaluator.score_ahead` asked for them too): cells screened against an earlier
+        front are tested against a later one, which dominates each point of it (the front only grows)."""
         assert self._cells is not None
         key = tuple(sorted(fixed.items(), key=lambda kv: kv[0]))
         if key in self._kept:
             return self._kept[key]
-        cells = self._cells.structure_front_cells(self._problem, dict(fixed), self.objectives)
+        if isinstance(self._cells, FrontCellScreened):
+            cells = self._cells.structure_front_cells_screened(self._problem, dict(fixed), self.objectives, front)
+        else:
+            cells = self._cells.structure_front_cells(self._problem, dict(fixed), self.objectives)
         self._kept[key] = cells
         if len(self._kept) > KEPT_CELLS:
             self._kept.popitem(last=False)
@@ -268,7 +291,7 @@ class FrontBounds:
         """
         if front is None or len(front) == 0 or self._cells is None or not isinstance(self._cells, CellOfPoints):
             return None
-        cells = self._cells_of(fixed)
+        cells = self._cells_of(fixed, front)
         if cells is None:
             return None
         live = ~dominated_rows(np.maximum(cells, self(fixed)), front)

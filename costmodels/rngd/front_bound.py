@@ -25,15 +25,30 @@ vector, and a Pareto front that dominates every cell's vector dominates (or equa
 of the structure: the mapper bounds the structure out (`mapper.bounds.FrontBounds`). Other
 objectives: no cells (None), the mapper's per-structure vector then holds. Checked against the
 points of many structures in ``tests/mapper/test_mapper_front_cells.py``.
+
+*Screened* against a front (`FrontCells.screened`, `mapper.bounds.FrontCellScreened`): each
+stage-1 row's cells first get one *row vector*, the same formulas with every lane term at its least
+over the structure's allowed lanes. Every formula above grows with each lane term (sums, maxima and
+products of non-negative packet and lane terms; the TRF and accumulator tests fail at the least
+``rhn`` or ``hn`` only where they fail at every lane), so a row vector is no worse than any of its
+cells' vectors on every objective. Where the front dominates a row vector it dominates each of its
+cells' vectors too, and those cells keep the row vector (still below their points); the cells of the
+other rows are computed as above. A dominance test against that front (or a later one, which
+dominates it) then has the outcome of the cells' own, at the price of rows rather than cells for the
+dominated rows: a structure's rows are its cells over the lane choices (11 to 44 each). The row
+vectors of every stage-1 row are kept per fixed packet, lane and buffering choices (`KEPT_ROW_BYTES`).
 """
 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from costmodels.dominance import dominated_rows
 from costmodels.protocol import Choice
 from costmodels.rngd.bounds import TermBound
 from costmodels.rngd.cost import DM_STAGING_BYTES
@@ -44,7 +59,13 @@ CELL_OBJECTIVES = ("latency", "offchip_bytes", "energy", "footprint")
 #: taken off the energy floor: the cost sums the same bytes in another order (float rounding)
 FLOAT_MARGIN = 1e-12
 
+#: bytes of row vectors kept (every stage-1 row's, per fixed packet, lane and buffering choices)
+KEPT_ROW_BYTES = 32 << 20
+
 Key = tuple[tuple[str, Choice], ...]
+#: the lane terms the cells' formulas read
+LANE_TERMS = ("tn", "tnhn", "rtnhn", "rhn", "dma", "kval", "hn", "offchip", "slices", "rows", "share_r", "wpen")
+Lanes = Callable[[str], np.ndarray]  # a lane term's values: [rows, lanes], or [rows, 1] at their least
 
 
 @dataclass
@@ -53,27 +74,86 @@ class FrontCells:
 
     term: TermBound
     _least: dict[Key, dict[str, np.ndarray]] = field(default_factory=dict)
+    _index: dict[tuple[str, Key], np.ndarray] = field(default_factory=dict)
+    _lane_least: dict[Key, dict[str, np.ndarray]] = field(default_factory=dict)
+    _row_vectors: OrderedDict[tuple[object, ...], np.ndarray] = field(default_factory=OrderedDict)
 
-    def _view(self, table: np.ndarray, fs: Key, fl: Key) -> np.ndarray:
-        """The cells of `table` (``[s, l]``, or ``[s, 1]`` for a per-row one) on the stage-1 rows with the fixed
-        choices `fs` and the lanes with `fl`: ``[rows, lanes]`` in grid order, a view (no gather) when one stage-1
-        parameter is free."""
-        term = self.term
-        grid = S_PARAMS if table.shape[-1] == 1 else (*S_PARAMS, *L_PARAMS)
-        fixed = dict(fs) | dict(fl)
-        shape = tuple(len(term.codes[nm]) for nm in grid)
-        at = tuple(term.codes[nm][fixed[nm]] if nm in fixed else slice(None) for nm in grid)
-        cells = table.reshape(shape if table.shape[-1] != 1 else (*shape, 1))[at]
-        rows = math.prod(cells.shape[: sum(nm not in fixed for nm in S_PARAMS)])
-        return cells.reshape(rows, -1)
+    def __call__(self, fixed: dict[str, Choice], objectives: tuple[str, ...]) -> np.ndarray | None:
+        """The cells' bound vectors (cells x objectives, in `objectives` order), or None for other objectives.
 
-    def _cell_lanes(self, name: str, fs: Key, fl: Key) -> np.ndarray:
-        """The lane term `name` of the cells ``[s, l]`` of the rows with `fs` and the lanes with `fl`."""
-        return self._view(self.term.tables.qn[name], fs, fl)
+        Cells are numbered in C order over the free stage-1 parameters, then the free lane parameters.
+        """
+        return self.screened(fixed, objectives, None)
 
-    def _cell_packets(self, fp: Key, fs: Key, fl: Key) -> dict[str, np.ndarray]:
-        """`_least_packets` on the rows with `fs`: ``[s, 1]``, beside the cells' lane terms."""
-        return {k: self._view(v, fs, fl) for k, v in self._least_packets(fp).items()}
+    def screened(
+        self, fixed: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray | None
+    ) -> np.ndarray | None:
+        """`__call__`'s rows, except that the cells of a stage-1 row whose row vector `front` dominates hold that
+        row vector (see the module docstring); `front` None or empty: `__call__`'s rows."""
+        if not objectives or any(o not in CELL_OBJECTIVES for o in objectives):
+            return None
+        fs, fp, fl = (tuple(sorted((k, v) for k, v in fixed.items() if k in names)) for names in
+                      (S_PARAMS, P_PARAMS, L_PARAMS))  # fmt: skip
+        db = fixed.get("double_buffer")
+        dbuf = None if db is None else bool(db)
+        rows, lanes = self._where(S_PARAMS, fs), self._where(L_PARAMS, fl)
+        live: np.ndarray | slice = slice(None)
+        if front is not None and len(front):
+            coarse = self._row_vectors_of(fp, fl, dbuf, objectives)[rows]
+            live = np.flatnonzero(~dominated_rows(coarse, front))
+            out = np.repeat(coarse, len(lanes), axis=0).reshape(len(rows), len(lanes), len(objectives))
+            if not live.size:
+                return out.reshape(-1, len(objectives))
+        else:
+            out = np.empty((len(rows), len(lanes), len(objectives)))
+        s = rows[live]
+        qn, n_s, n_l = self.term.tables.qn, self.term.tables.n_s, self.term.tables.n_l
+        at = np.ix_(s, lanes)
+        gathered: dict[str, np.ndarray] = {}
+
+        def n(name: str) -> np.ndarray:  # the cells' lane term: [rows, lanes]
+            if name not in gathered:
+                gathered[name] = qn[name].reshape(n_s, n_l)[at]
+            return gathered[name]
+
+        pk = {k: v[s] for k, v in self._least_packets(fp).items()}
+        row = self.term.per_row(fp, fl, dbuf)[s, None]  # the stage-1 row's bound (TermBound)
+        out[live] = self._bounds(pk, row, n, dbuf, objectives)
+        return out.reshape(-1, len(objectives))
+
+    def _where(self, names: tuple[str, ...], fixed: Key) -> np.ndarray:
+        """The rows of the grid of `names` (the stage-1 or the lane parameters) that agree with `fixed`, in C order
+        over the free ones: how the cells are numbered."""
+        key = (names[0], fixed)
+        if key not in self._index:
+            codes, chosen = self.term.codes, dict(fixed)
+            shape = tuple(len(codes[nm]) for nm in names)
+            at = tuple(codes[nm][chosen[nm]] if nm in chosen else slice(None) for nm in names)
+            self._index[key] = np.arange(math.prod(shape)).reshape(shape)[at].reshape(-1)
+        return self._index[key]
+
+    def _lanes_least(self, fl: Key) -> dict[str, np.ndarray]:
+        """Each lane term's least over the lanes with `fl`, per stage-1 row: ``[s, 1]``."""
+        if fl not in self._lane_least:
+            t, lanes = self.term.tables, self._where(L_PARAMS, fl)
+            self._lane_least[fl] = {
+                k: t.qn[k].reshape(t.n_s, t.n_l)[:, lanes].min(axis=1, keepdims=True) for k in LANE_TERMS
+            }
+        return self._lane_least[fl]
+
+    def _row_vectors_of(self, fp: Key, fl: Key, dbuf: bool | None, objectives: tuple[str, ...]) -> np.ndarray:
+        """Every stage-1 row's row vector (``[s, objectives]``) for these fixed packet, lane and buffering choices."""
+        key = (fp, fl, dbuf, objectives)
+        if key in self._row_vectors:
+            self._row_vectors.move_to_end(key)
+            return self._row_vectors[key]
+        least = self._lanes_least(fl)
+        row = self.term.per_row(fp, fl, dbuf)[:, None]
+        vectors = self._bounds(self._least_packets(fp), row, least.__getitem__, dbuf, objectives)[:, 0, :]
+        self._row_vectors[key] = vectors
+        while sum(v.nbytes for v in self._row_vectors.values()) > KEPT_ROW_BYTES and len(self._row_vectors) > 1:
+            self._row_vectors.popitem(last=False)
+        return vectors
 
     def _least_packets(self, fp: Key) -> dict[str, np.ndarray]:
         """Each packet term's least value over the allowed packet choices, per stage-1 row: ``[s, 1]``."""
@@ -102,14 +182,25 @@ class FrontCells:
             }
         return self._least[fp]
 
-    def _cell_cycles(self, fp: Key, fs: Key, fl: Key, dbuf: bool | None) -> np.ndarray:
-        """Latency bound (cycles) of the cells ``[s, l]`` of the rows with `fs` and the lanes with `fl`."""
+    def _bounds(
+        self, pk: dict[str, np.ndarray], row: np.ndarray, n: Lanes, dbuf: bool | None, objectives: tuple[str, ...]
+    ) -> np.ndarray:
+        """Bound vectors ``[rows, lanes, objectives]`` of some stage-1 rows: their packet minima `pk` and row bounds
+        `row` (``[rows, 1]``, cycles) beside their lane terms `n` (or each lane term's least: one lane)."""
+        offchip = n("offchip")
+        cols = {"offchip_bytes": offchip}
+        if "latency" in objectives:
+            cols["latency"] = np.maximum(row, self._cycles(pk, n, dbuf)) / self.term.hw.clock_hz
+        if "energy" in objectives:
+            cols["energy"] = self._energy(pk, n, offchip)
+        if "footprint" in objectives:
+            cols["footprint"] = self._footprint(pk, n)
+        shape = np.broadcast_shapes(*(np.shape(v) for v in cols.values()))
+        return np.stack([np.broadcast_to(cols[o], shape) for o in objectives], axis=-1).astype(float, copy=False)
+
+    def _cycles(self, pk: dict[str, np.ndarray], n: Lanes, dbuf: bool | None) -> np.ndarray:
+        """Latency bound (cycles) of the cells (`_bounds`' arguments)."""
         t, hw = self.term.tables, self.term.hw
-        pk = self._cell_packets(fp, fs, fl)
-
-        def n(name: str) -> np.ndarray:
-            return self._cell_lanes(name, fs, fl)
-
         d = float(t.consts.d_tree)
         tn, tnhn = n("tn"), n("tnhn")
         with np.errstate(invalid="ignore"):  # inf * 0 cannot occur (lane terms >= 1); nan would only score more
@@ -127,29 +218,9 @@ class FrontCells:
             )  # even the least packet terms break the TRF capacity or the accumulator: no feasible point
             return np.where(fits, total, np.inf) + n("kval")
 
-    def __call__(self, fixed: dict[str, Choice], objectives: tuple[str, ...]) -> np.ndarray | None:
-        """The cells' bound vectors (cells x objectives, in `objectives` order), or None for other objectives."""
-        if not objectives or any(o not in CELL_OBJECTIVES for o in objectives):
-            return None
-        fs, fp, fl = (tuple(sorted((k, v) for k, v in fixed.items() if k in names)) for names in
-                      (S_PARAMS, P_PARAMS, L_PARAMS))  # fmt: skip
-        db = fixed.get("double_buffer")
-        dbuf = None if db is None else bool(db)
-        t = self.term.tables
-        row = self._view(self.term.per_row(fp, fl, dbuf)[:, None], fs, ())  # the stage-1 row's bound (TermBound)
-        offchip = self._view(np.asarray(t.qn["offchip"], dtype=float), fs, fl)
-        cols = {"offchip_bytes": offchip}
-        if "latency" in objectives:
-            cols["latency"] = np.maximum(row, self._cell_cycles(fp, fs, fl, dbuf)) / self.term.hw.clock_hz
-        if "energy" in objectives:
-            cols["energy"] = self._cell_energy(fp, fs, fl, offchip)
-        if "footprint" in objectives:
-            cols["footprint"] = self._cell_footprint(fp, fs, fl)
-        return np.stack([cols[o].ravel() for o in objectives], axis=1)
-
-    def _cell_energy(self, fp: Key, fs: Key, fl: Key, offchip: np.ndarray) -> np.ndarray:
-        """Energy (pJ) no point of the cells ``[s, l]`` beats: `costmodels.energy`'s sum over `rngd.cost.combine`'s
-        bytes per level with each level at its floor (pJ per byte and bytes never negative).
+    def _energy(self, pk: dict[str, np.ndarray], n: Lanes, offchip: np.ndarray) -> np.ndarray:
+        """Energy (pJ) no point of the cells beats: `costmodels.energy`'s sum over `rngd.cost.combine`'s bytes per
+        level with each level at its floor (pJ per byte and bytes never negative).
 
         HBM: the cell's exact bytes. DM: ``(stream_bytes + c_trf x fill rate) x slices``, the streamed
         packets at least ``min(sflb_reused x tnhn, sflb_fetched x tn)`` (as in the latency bound) and the
@@ -157,11 +228,6 @@ class FrontCells:
         slices`` with ``c_mac = la x tnhn`` at the least ``la x pelw``; each less `FLOAT_MARGIN`.
         """
         t = self.term.tables
-        pk = self._cell_packets(fp, fs, fl)
-
-        def n(name: str) -> np.ndarray:
-            return self._cell_lanes(name, fs, fl)
-
         tn, tnhn, slices = n("tn"), n("tnhn"), n("slices")
         with np.errstate(invalid="ignore"):  # inf * 0 cannot occur (lane terms >= 1); nan would only score more
             stream = np.minimum(pk["sflb_reused"] * tnhn, pk["sflb_fetched"] * tn)
@@ -171,17 +237,15 @@ class FrontCells:
             energy = t.energy.total({"hbm": offchip, "dm": dm, "trf": trf})
         return np.asarray(energy, dtype=float) * (1 - FLOAT_MARGIN)
 
-    def _cell_footprint(self, fp: Key, fs: Key, fl: Key) -> np.ndarray:
-        """On-chip bytes no point of the cells ``[s, l]`` beats: `rngd.cost.combine`'s ``fmax(share_r, 2 x trf_tile
-        + DM staging + wpen)`` with ``trf_tile = rhn x kvw / 8`` at the least ``kvw`` of the allowed packets (the
-        other terms are the cell's own)."""
-        kvw = self._view(self._least_packets(fp)["kvw"], fs, fl)
-        working = 2 * (self._cell_lanes("rhn", fs, fl) * kvw / 8) + DM_STAGING_BYTES
-        share, pen = self._cell_lanes("share_r", fs, fl), self._cell_lanes("wpen", fs, fl)
-        return np.asarray(np.fmax(share, working + pen), dtype=float)
+    def _footprint(self, pk: dict[str, np.ndarray], n: Lanes) -> np.ndarray:
+        """On-chip bytes no point of the cells beats: `rngd.cost.combine`'s ``fmax(share_r, 2 x trf_tile + DM staging
+        + wpen)`` with ``trf_tile = rhn x kvw / 8`` at the least ``kvw`` of the allowed packets (the other terms are
+        the cell's own)."""
+        working = 2 * (n("rhn") * pk["kvw"] / 8) + DM_STAGING_BYTES
+        return np.asarray(np.fmax(n("share_r"), working + n("wpen")), dtype=float)
 
     def cell_of_points(self, fixed: dict[str, Choice], codes: dict[str, np.ndarray]) -> np.ndarray:
-        """Each point's row in `__call__`'s cells: its free stage-1 and lane choices' codes, C order (as `_view`)."""
+        """Each point's row in `__call__`'s cells: its free stage-1 and lane choices' codes, C order."""
         free = [nm for nm in (*S_PARAMS, *L_PARAMS) if nm not in fixed]
         if not free:
             return np.zeros(len(next(iter(codes.values()))), dtype=np.intp)

@@ -210,6 +210,14 @@ class RngdTarget(FamilyTarget[Prepared]):
         cells = self._front_cells(problem)
         return None if cells is None else cells(fixed_choices, objectives)
 
+    def structure_front_cells_screened(
+        self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray | None
+    ) -> np.ndarray | None:
+        """`structure_front_cells` with the stage-1 rows `front` dominates at their row vectors
+        (`rngd.front_bound.FrontCells.screened`; `mapper.bounds.FrontCellScreened`)."""
+        cells = self._front_cells(problem)
+        return None if cells is None else cells.screened(fixed_choices, objectives, front)
+
     def structure_cell_of_points(
         self, problem: Problem, fixed_choices: dict[str, Choice], codes: dict[str, np.ndarray]
     ) -> np.ndarray | None:

@@ -120,3 +120,34 @@ def test_a_visited_structure_whose_cells_are_all_dominated_counts_as_pruned_not_
     at = t.structure_cell_of_points(p, fixed2, codes)  # type: ignore[attr-defined]
     in_feasible_cells = int(np.isfinite(cells[at, 0]).sum())
     assert ev.visit(fixed2).bound is None and 0 < ev.scored == in_feasible_cells < len(at)
+
+
+@pytest.mark.parametrize("objectives", [OBJECTIVES, ("latency", "energy"), ("latency", "footprint")])
+def test_cells_screened_against_a_front_keep_the_cells_dominance_and_bound_their_points(objectives: tuple) -> None:
+    """`structure_front_cells_screened`: a stage-1 row whose row vector the front dominates holds that vector in
+    its cells, which is never above the cells' own (so it still bounds their points); every dominance test
+    against that front, or a front grown from it, has the cells' outcome; the other rows are the cells' own."""
+    t = get_target("rngd")
+    rng = np.random.default_rng(1)
+    screened_rows = 0
+    for p in PROBLEMS.values():
+        space = t.space(p)
+        choices = {q.name: q.choices for q in space.params}
+        for _ in range(40):
+            fixed = {k: v[rng.integers(len(v))] for k, v in choices.items() if rng.random() < 0.5}
+            cells = t.structure_front_cells(p, fixed, objectives)  # type: ignore[attr-defined]
+            finite = cells[np.isfinite(cells).all(axis=1)]
+            if not len(finite):
+                continue
+            front = finite[rng.choice(len(finite), size=min(4, len(finite)), replace=False)] * rng.uniform(0.9, 1.4, 2)
+            got = t.structure_front_cells_screened(p, fixed, objectives, front)  # type: ignore[attr-defined]
+            assert got.shape == cells.shape and (got <= cells).all(), fixed
+            dominated = dominated_rows(cells, front)
+            assert np.array_equal(dominated_rows(got, front), dominated), fixed
+            assert np.array_equal(got[~dominated], cells[~dominated]), fixed
+            grown = np.concatenate([front, front * 0.97])  # a later front: dominates every point of this one
+            assert np.array_equal(dominated_rows(got, grown), dominated_rows(cells, grown)), fixed
+            screened_rows += int((got < cells).any(axis=1).sum())
+            empty = t.structure_front_cells_screened(p, fixed, objectives, None)  # type: ignore[attr-defined]
+            assert np.array_equal(empty, cells)
+    assert screened_rows > 100  # the row vectors were used (and are below the cells they stand for)
