@@ -160,16 +160,22 @@ class FrontCellBounded(Protocol):
 class FrontCellScreened(Protocol):
     """Optional beside `FrontCellBounded`: a structure's cells screened against a front, for less work.
 
-    Contract: the rows of `structure_front_cells` for the same arguments, in the same order, except
-    that a row `front` dominates (within `RTOL`) may hold a lower vector that `front` still dominates.
-    Each row still bounds its cell's points, and a dominance test of the rows against `front`, or
-    against a front that dominates each of its points (the search's front only grows), has the outcome
-    of the cells' own. `front` None or empty: the cells themselves.
+    Contract: `structure_front_cells_screened` gives the rows of `structure_front_cells` for the same
+    arguments, in the same order, except that a row `front` dominates (within `RTOL`) may hold a lower
+    vector that `front` still dominates. Each row still bounds its cell's points, and a dominance test
+    of the rows against `front`, or against a front that dominates each of its points (the search's
+    front only grows), has the outcome of the cells' own. `front` None or empty: the cells themselves.
+    `structure_front_dominated` is True only when `front` dominates every cell of the structure (it may
+    say False of some such structures: the cells are then tested).
     """
 
     def structure_front_cells_screened(
         self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray | None
     ) -> np.ndarray | None: ...
+
+    def structure_front_dominated(
+        self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray
+    ) -> bool: ...
 
 
 @runtime_checkable
@@ -259,6 +265,10 @@ class FrontBounds:
             return True
         if self._cells is None:
             return False
+        if isinstance(self._cells, FrontCellScreened) and self._cells.structure_front_dominated(
+            self._problem, dict(fixed), self.objectives, front
+        ):
+            return True  # every cell dominated (so lifted to `vec` too), told without the cells
         cells = self._cells_of(fixed, front)
         return cells is not None and bool(dominated_rows(np.maximum(cells, vec), front).all())
 

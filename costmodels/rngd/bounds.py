@@ -181,6 +181,13 @@ class TermBound:
             # (and no looser than the bound of the lane minima over every row count, a term-wise least)
             parts = [self._least(tuple(sorted((*fl, ("rows", r)))), dbuf, names) for r in self._row_choices]
             self._rows[key] = np.minimum.reduce(parts)
+        whole = (*S_PARAMS, *(nm for nm in P_PARAMS if nm in names))
+        if key not in self._rows and names != whole:
+            # the least per stage-1 row first (kept: `per_row` asks for it, and the grid is not kept), then over
+            # the free stage-1 parameters: the same least, taken in two steps
+            per_row = self._least(fl, dbuf, whole)
+            axes = tuple(i for i, nm in enumerate(whole) if nm not in names)
+            self._rows[key] = per_row.min(axis=axes, initial=np.inf)
         if key not in self._rows:
             cells_key = (fl, dbuf)
             if cells_key not in self._cells_kept:

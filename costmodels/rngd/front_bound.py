@@ -92,10 +92,7 @@ class FrontCells:
         row vector (see the module docstring); `front` None or empty: `__call__`'s rows."""
         if not objectives or any(o not in CELL_OBJECTIVES for o in objectives):
             return None
-        fs, fp, fl = (tuple(sorted((k, v) for k, v in fixed.items() if k in names)) for names in
-                      (S_PARAMS, P_PARAMS, L_PARAMS))  # fmt: skip
-        db = fixed.get("double_buffer")
-        dbuf = None if db is None else bool(db)
+        fs, fp, fl, dbuf = self._keys(fixed)
         rows, lanes = self._where(S_PARAMS, fs), self._where(L_PARAMS, fl)
         live: np.ndarray | slice = slice(None)
         if front is not None and len(front):
@@ -120,6 +117,23 @@ class FrontCells:
         row = self.term.per_row(fp, fl, dbuf)[s, None]  # the stage-1 row's bound (TermBound)
         out[live] = self._bounds(pk, row, n, dbuf, objectives)
         return out.reshape(-1, len(objectives))
+
+    def dominated(self, fixed: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray) -> bool:
+        """True when `front` dominates every row vector of the structure `fixed`, so every one of its cells;
+        False also for objectives without cells."""
+        if not len(front) or not objectives or any(o not in CELL_OBJECTIVES for o in objectives):
+            return False
+        fs, fp, fl, dbuf = self._keys(fixed)
+        rows = self._row_vectors_of(fp, fl, dbuf, objectives)[self._where(S_PARAMS, fs)]
+        return bool(dominated_rows(rows, front).all())
+
+    @staticmethod
+    def _keys(fixed: dict[str, Choice]) -> tuple[Key, Key, Key, bool | None]:
+        """The structure's fixed stage-1, packet and lane choices, and its buffering choice (None: free)."""
+        fs, fp, fl = (tuple(sorted((k, v) for k, v in fixed.items() if k in names)) for names in
+                      (S_PARAMS, P_PARAMS, L_PARAMS))  # fmt: skip
+        db = fixed.get("double_buffer")
+        return fs, fp, fl, None if db is None else bool(db)
 
     def _where(self, names: tuple[str, ...], fixed: Key) -> np.ndarray:
         """The rows of the grid of `names` (the stage-1 or the lane parameters) that agree with `fixed`, in C order
@@ -158,12 +172,12 @@ class FrontCells:
     def _least_packets(self, fp: Key) -> dict[str, np.ndarray]:
         """Each packet term's least value over the allowed packet choices, per stage-1 row: ``[s, 1]``."""
         if fp not in self._least:
-            t = self.term.tables
-            n_s = t.n_s
-            pm = self.term._mask("p", fp)
+            t, codes, chosen = self.term.tables, self.term.codes, dict(fp)
+            shape = (t.n_s, *(len(codes[nm]) for nm in P_PARAMS))
+            at = (slice(None), *(codes[nm][chosen[nm]] if nm in chosen else slice(None) for nm in P_PARAMS))
 
             def a(name: str) -> np.ndarray:  # packet terms of the allowed packet choices: [s, p]
-                return np.asarray(t.qa[name], dtype=float).reshape(n_s, t.n_p)[:, pm]
+                return np.asarray(t.qa[name]).reshape(shape)[at].reshape(t.n_s, -1).astype(float)
 
             def least(v: np.ndarray) -> np.ndarray:
                 return v.min(axis=1, initial=np.inf)[:, None]

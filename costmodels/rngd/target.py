@@ -218,6 +218,14 @@ class RngdTarget(FamilyTarget[Prepared]):
         cells = self._front_cells(problem)
         return None if cells is None else cells.screened(fixed_choices, objectives, front)
 
+    def structure_front_dominated(
+        self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray
+    ) -> bool:
+        """True when `front` dominates every row vector of the structure, so every cell
+        (`rngd.front_bound.FrontCells.dominated`; `mapper.bounds.FrontCellScreened`)."""
+        cells = self._front_cells(problem)
+        return cells is not None and cells.dominated(fixed_choices, objectives, front)
+
     def structure_cell_of_points(
         self, problem: Problem, fixed_choices: dict[str, Choice], codes: dict[str, np.ndarray]
     ) -> np.ndarray | None:

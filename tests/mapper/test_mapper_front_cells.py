@@ -126,10 +126,11 @@ def test_a_visited_structure_whose_cells_are_all_dominated_counts_as_pruned_not_
 def test_cells_screened_against_a_front_keep_the_cells_dominance_and_bound_their_points(objectives: tuple) -> None:
     """`structure_front_cells_screened`: a stage-1 row whose row vector the front dominates holds that vector in
     its cells, which is never above the cells' own (so it still bounds their points); every dominance test
-    against that front, or a front grown from it, has the cells' outcome; the other rows are the cells' own."""
+    against that front, or a front grown from it, has the cells' outcome; the other rows are the cells' own;
+    `structure_front_dominated` says True only of structures whose every cell the front dominates."""
     t = get_target("rngd")
     rng = np.random.default_rng(1)
-    screened_rows = 0
+    screened_rows = told = 0
     for p in PROBLEMS.values():
         space = t.space(p)
         choices = {q.name: q.choices for q in space.params}
@@ -148,6 +149,10 @@ def test_cells_screened_against_a_front_keep_the_cells_dominance_and_bound_their
             grown = np.concatenate([front, front * 0.97])  # a later front: dominates every point of this one
             assert np.array_equal(dominated_rows(got, grown), dominated_rows(cells, grown)), fixed
             screened_rows += int((got < cells).any(axis=1).sum())
+            whole = t.structure_front_dominated(p, fixed, objectives, front)  # type: ignore[attr-defined]
+            assert not whole or dominated.all(), fixed  # True only when every cell is dominated
+            told += whole
             empty = t.structure_front_cells_screened(p, fixed, objectives, None)  # type: ignore[attr-defined]
             assert np.array_equal(empty, cells)
     assert screened_rows > 100  # the row vectors were used (and are below the cells they stand for)
+    assert told > 0  # and some structures were told dominated whole
