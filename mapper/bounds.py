@@ -183,12 +183,17 @@ class CellOfPoints(Protocol):
     """Optional, beside `FrontCellBounded`: which of a structure's cells each of its points is in.
 
     Contract: for the points of a structure (code columns, every point's choices agreeing with
-    `fixed_choices`), the row of `structure_front_cells(problem, fixed_choices, ...)` whose vector
-    bounds that point. None: not known for this structure (its points are then all scored).
+    `fixed_choices`), the row of `structure_front_cells(problem, fixed_choices, objectives)` whose
+    vector bounds that point. None: not known for this structure or these objectives (its points are
+    then all scored).
     """
 
     def structure_cell_of_points(
-        self, problem: Problem, fixed_choices: dict[str, Choice], codes: dict[str, np.ndarray]
+        self,
+        problem: Problem,
+        fixed_choices: dict[str, Choice],
+        codes: dict[str, np.ndarray],
+        objectives: tuple[str, ...] = (),
     ) -> np.ndarray | None: ...
 
 
@@ -208,6 +213,21 @@ class FrontCellBlocks(Protocol):
     def structure_front_cell_blocks(
         self, problem: Problem, names: tuple[str, ...], objectives: tuple[str, ...], front: np.ndarray | None = None
     ) -> Iterator[tuple[int, np.ndarray]] | None: ...
+
+
+@runtime_checkable
+class StructureObjectiveFloors(Protocol):
+    """Optional: a target that floors an objective other than latency for every structure in one array.
+
+    Contract: the shape of `names`' choices (C order, as `FrontCellBlocks` numbers the structures);
+    no feasible point of a structure has a lower value of `objective` than its entry. None: not known.
+    Best-first visits a few structures along the front's likely course by these floors before its
+    first dominance pass (`mapper.strategies.front_pass.seed_structures`).
+    """
+
+    def structure_objective_floors(
+        self, problem: Problem, names: tuple[str, ...], objective: str
+    ) -> np.ndarray | None: ...
 
 
 def live_structures(
@@ -247,6 +267,9 @@ class FrontBounds:
         self._at = objectives.index("latency") if "latency" in objectives else -1
         self._problem = problem
         self._cells = target if cells and isinstance(target, FrontCellBounded) else None
+        # (a runtime protocol check costs tens of microseconds: asked once, not per structure)
+        self._screened = self._cells if isinstance(self._cells, FrontCellScreened) else None
+        self._placed = self._cells if isinstance(self._cells, CellOfPoints) else None
         self._kept: OrderedDict[tuple[tuple[str, Choice], ...], np.ndarray | None] = OrderedDict()
 
     @property
@@ -265,7 +288,7 @@ class FrontBounds:
             return True
         if self._cells is None:
             return False
-        if isinstance(self._cells, FrontCellScreened) and self._cells.structure_front_dominated(
+        if self._screened is not None and self._screened.structure_front_dominated(
             self._problem, dict(fixed), self.objectives, front
         ):
             return True  # every cell dominated (so lifted to `vec` too), told without the cells
@@ -281,8 +304,8 @@ class FrontBounds:
         key = tuple(sorted(fixed.items(), key=lambda kv: kv[0]))
         if key in self._kept:
             return self._kept[key]
-        if isinstance(self._cells, FrontCellScreened):
-            cells = self._cells.structure_front_cells_screened(self._problem, dict(fixed), self.objectives, front)
+        if self._screened is not None:
+            cells = self._screened.structure_front_cells_screened(self._problem, dict(fixed), self.objectives, front)
         else:
             cells = self._cells.structure_front_cells(self._problem, dict(fixed), self.objectives)
         self._kept[key] = cells
@@ -299,7 +322,7 @@ class FrontBounds:
         vector bounds them, `FrontCellBounded`), and so of every front that grows from it: scoring
         them cannot change the search's front. None when the target does not place points in cells.
         """
-        if front is None or len(front) == 0 or self._cells is None or not isinstance(self._cells, CellOfPoints):
+        if front is None or len(front) == 0 or self._placed is None:
             return None
         cells = self._cells_of(fixed, front)
         if cells is None:
@@ -309,7 +332,7 @@ class FrontBounds:
             return None
         if not live.any():  # (no point's cell needed)
             return np.zeros(len(next(iter(codes.values()))), dtype=bool)
-        at = self._cells.structure_cell_of_points(self._problem, dict(fixed), codes)
+        at = self._placed.structure_cell_of_points(self._problem, dict(fixed), codes, self.objectives)
         return None if at is None else live[at]
 
     @property

@@ -227,7 +227,11 @@ class RngdTarget(FamilyTarget[Prepared]):
         return cells is not None and cells.dominated(fixed_choices, objectives, front)
 
     def structure_cell_of_points(
-        self, problem: Problem, fixed_choices: dict[str, Choice], codes: dict[str, np.ndarray]
+        self,
+        problem: Problem,
+        fixed_choices: dict[str, Choice],
+        codes: dict[str, np.ndarray],
+        objectives: tuple[str, ...] = (),
     ) -> np.ndarray | None:
         """Each point's cell in `structure_front_cells` (the structure's points as code columns)."""
         cells = self._front_cells(problem)

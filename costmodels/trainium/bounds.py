@@ -40,7 +40,7 @@ from costmodels.protocol import Choice, SearchSpace
 from costmodels.trainium.cost import ProblemConsts
 from costmodels.trainium.hardware import ENERGY_LEVELS, TrainiumHardware
 from costmodels.trainium.nest import Roles, roles_of, shard_cores, split_inner, split_role
-from costmodels.trainium.refetch import CoreShare, refetch_cases, refetch_floors
+from costmodels.trainium.refetch import CoreShare, case_floors, footprint_cases, refetch_cases, refetch_floors
 from costmodels.trainium.scoring import LAYOUT
 from workload.problem import Problem
 
@@ -194,6 +194,31 @@ def tile_bounds(problem: Problem, hw: TrainiumHardware, space: SearchSpace, cons
     return np.stack(out) * (1 - FLOAT_MARGIN)
 
 
+def least_footprint(
+    hw: TrainiumHardware, c: ProblemConsts, es: np.ndarray, em: np.ndarray, ek: np.ndarray
+) -> np.ndarray:
+    """Footprint bytes no point with these tiles (elements per stationary, moving and k tile) holds fewer of:
+    `cost.accumulation`'s, with one tile of each input double-buffered, one open output tile and its banks."""
+    per_bank = np.ceil(em * 4 / hw.psum_bank_bytes)
+    pp = 2 * np.ceil(ek / hw.pe_rows) * (es * c.s_stat + em * c.s_mov) + em * min(c.s_out, 4.0)
+    return np.asarray((pp + per_bank * hw.psum_bank_bytes) * hw.sbuf_partitions)
+
+
+def footprint_floors(
+    problem: Problem, hw: TrainiumHardware, choices: dict[str, tuple[Choice, ...]], consts: ProblemConsts_of
+) -> np.ndarray:
+    """`least_footprint` of every (stationary, tile_stat, tile_mov, tile_k) choice, in the shape of their choices."""
+    out = []
+    for st in choices["stationary"]:
+        roles = roles_of(problem, str(st))
+        sizes = {r: [problem.axes[a] for a in roles.axes[r]] for r in "smk"}
+        es, _ = role_tiles(sizes["s"], choices["tile_stat"])
+        em, _ = role_tiles(sizes["m"], choices["tile_mov"])
+        ek, _ = role_tiles(sizes["k"], choices["tile_k"])
+        out.append(least_footprint(hw, consts(roles), es[:, None, None], em[None, :, None], ek[None, None, :]))
+    return np.stack(out)
+
+
 def split_cells(
     problem: Problem,
     hw: TrainiumHardware,
@@ -203,6 +228,7 @@ def split_cells(
     offchip: bool = True,
     energy: bool = True,
     footprint: bool = False,
+    cases: bool = True,
     k_least: bool = False,
     only: tuple[int, int, int] | None = None,
 ) -> Iterator[tuple[int, tuple[int, int, int], np.ndarray, dict[str, np.ndarray] | None]]:
@@ -231,7 +257,13 @@ def split_cells(
       t_s s_stat + bm t_m s_mov)`` input bytes and ``live x t_m`` open output elements (at the output's
       bytes or 4) per SBUF partition, and ``live x banks per tile`` (PSUM) or twice that (SBUF
       accumulator) PSUM banks: at least one tile of each input double-buffered (``kslots = ceil(t_k /
-      pe_rows)``), one open output tile and one tile's banks, over every partition;
+      pe_rows)``), one open output tile and one tile's banks, over every partition (`least_footprint`).
+      With `cases` (and `offchip`), the split is cut further into the loop-order and block-size cases of
+      `refetch.footprint_cases`: the arrays get a leading case axis, each case its own fetches (in the
+      bytes, the DMA term and the energy) beside what it holds at least (a point is in one case, and
+      fetches and holds at least that case's). The least latency and the least footprint of a
+      structure sit in different cases (a core's output tiles held open across the k blocks, or an
+      operand fetched again per block), so one cell per split pairs values no point has;
     - energy: `costmodels.energy`'s sum (the MACs fixed, pJ per byte never negative) over the off-chip
       floor and the on-chip floors of `cost.onchip_bytes`, with at least ``n_out`` output tiles and
       ``n_out x T_k`` instructions per core on at least ``c_b c_s c_m`` cores.
@@ -267,10 +299,9 @@ def split_cells(
         no_point = np.zeros((len(choices["tile_stat"]), len(choices["tile_mov"])), dtype=bool)
         ii = np.maximum(np.minimum(hw.matmul_floor_cycles, es), em) * (hw.fp32_cost_factor if c.fp32 else 1.0)
         fill = ek * (es * c.s_stat + em * c.s_mov) / hw.core_dma_bytes_per_s * f
-        if footprint:  # `cost.accumulation`: one tile of each input double-buffered, one open output tile
-            per_bank = np.ceil(em * 4 / hw.psum_bank_bytes)
-            pp = 2 * np.ceil(ek / hw.pe_rows) * (es * c.s_stat + em * c.s_mov) + em * min(c.s_out, 4.0)
-            footprint_floor = (pp + per_bank * hw.psum_bank_bytes) * hw.sbuf_partitions
+        one_cell = np.ones(np.broadcast_shapes(es.shape, em.shape, ek.shape))  # (tile_stat, tile_mov, tile_k)
+        if footprint:
+            footprint_floor = least_footprint(hw, c, es, em, ek)
         for cb, cs, cm in [only] if only is not None else core_splits(cores, batch, int(ns.max()), int(nm.max())):
             n_out = math.ceil(batch / cb) * np.ceil(ns / cs) * np.ceil(nm / cm)
             te = n_out * nk * ii
@@ -283,8 +314,15 @@ def split_cells(
             share = CoreShare(np.ceil(ns / cs), np.ceil(nm / cm), nk, es, em, ek, core_stat, core_mov, k_least)
             # the cells: the operands fetched again as the loop orders and capacities force (`tile_bounds`: once)
             once = [(np.ones(1), np.ones(1))]
-            cases = refetch_cases(hw, c, share, (cap_s, cap_m, cap_k)) if offchip else once
-            chip, dma = refetch_floors(hw, c, used, share, cases, core_out)
+            held = footprint_cases(hw, c, share, (cap_s, cap_m, cap_k)) if footprint and offchip and cases else None
+            if held:  # one cell per case (a leading axis): each case's bytes beside what it holds
+                per_case = case_floors(hw, c, used, share, [(x, y) for x, y, _ in held], core_out)
+                chip = np.stack([np.broadcast_to(x, one_cell.shape) for x, _ in per_case])
+                dma = np.stack([np.broadcast_to(y, one_cell.shape) for _, y in per_case])
+                held_floor = np.stack([np.broadcast_to(h * hw.sbuf_partitions, one_cell.shape) for _, _, h in held])
+            else:
+                least = refetch_cases(hw, c, share, (cap_s, cap_m, cap_k)) if offchip else once
+                chip, dma = refetch_floors(hw, c, used, share, least, core_out)
             bound = np.maximum(fill + np.maximum(te, evict), dma)
             # a split no (cores, shard) choice gives with those tiles has no point (nor one with more cores on
             # s or m than the role has tiles)
@@ -302,6 +340,6 @@ def split_cells(
                 psum = (n_inst + n_out) * es * em * 4.0 * used
                 floors["energy"] = energy_of.total({"hbm": chip, "sbuf": sbuf, "psum": psum})
             if footprint:
-                floors["footprint"] = footprint_floor
+                floors["footprint"] = np.maximum(footprint_floor, held_floor) if held else footprint_floor
             floors = {k: np.where(can, np.broadcast_to(v, bound.shape), np.inf) for k, v in floors.items()}
             yield at, (cb, cs, cm), latency, floors

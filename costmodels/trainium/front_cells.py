@@ -11,7 +11,10 @@ trade-off the front has not already beaten at its least latency.
 `structure_cells` gives one structure's cells (`mapper.bounds.FrontCellBounded`);
 `cell_blocks` gives every structure's cells, a stationary choice and a split at a time
 (`mapper.bounds.FrontCellBlocks`), for a dominance pass over millions of structures in numpy.
-Latency (seconds), off-chip bytes, energy (pJ) and footprint (bytes) have cells.
+Latency (seconds), off-chip bytes, energy (pJ) and footprint (bytes) have cells. With footprint, a
+structure's cells (`structure_cells`) are its splits' loop-order and block-size cases
+(`refetch.footprint_cases`, split by split), where a point's fetches and footprint are bounded together;
+the dominance pass (`cell_blocks`) keeps one cell per split, which costs a case count less.
 """
 
 from __future__ import annotations
@@ -130,15 +133,15 @@ def structure_cells(
 
         def build() -> dict[tuple[int, int, int], np.ndarray]:
             got = split_cells(problem, hw, group_choices, consts, energy=energy, footprint=footprint)
-            shape = (len(choices["tile_mov"]), len(objectives))
+            shape = (-1, len(choices["tile_mov"]), len(objectives))  # (cases, tile_mov, objectives)
             return {split: _rows(hw, lat, floors, objectives).reshape(shape) for _, split, lat, floors in got if floors}
 
         group = memo.get((st, ts, tk, objectives), build)
     if group is not None:
         at = choices["tile_mov"].index(fixed["tile_mov"])
-        none = np.full(len(objectives), np.inf)
+        none = np.full((next(iter(group.values())).shape[0] if group else 1, len(objectives)), np.inf)
         splits = _splits_of(problem, choices, fixed, memo)
-        return np.stack([group[split][at] if split in group else none for split in splits])
+        return np.concatenate([group[split][:, at] if split in group else none for split in splits])
     narrowed = {**choices, **{n: (fixed[n],) for n in TILE_PARAMS if n in fixed}}
     rows = [
         _rows(hw, lat, floors, objectives)
@@ -182,26 +185,32 @@ def cell_blocks(
     def one(at: int) -> Iterator[tuple[int, np.ndarray]]:
         one_stat = {**choices, "stationary": (choices["stationary"][at],)}
         if front is None:
-            for _, _, lat, floors in split_cells(problem, hw, one_stat, consts, energy=energy, footprint=footprint):
+            for _, _, lat, floors in split_cells(
+                problem, hw, one_stat, consts, energy=energy, footprint=footprint, cases=False
+            ):
                 assert floors is not None
-                yield at * per_stat, _rows(hw, lat, floors, objectives)
+                for rows in _rows(hw, lat, floors, objectives).reshape(-1, per_stat, len(objectives)):  # per case
+                    yield at * per_stat, rows
             return
         for _, split, lat, floors in split_cells(
-            problem, hw, one_stat, consts, energy=energy, footprint=footprint, k_least=True
+            problem, hw, one_stat, consts, energy=energy, footprint=footprint, cases=False, k_least=True
         ):
             assert floors is not None
-            groups = ~dominated_rows(_rows(hw, lat, floors, objectives), front)  # (tile_stat, tile_mov)
-            stats = np.flatnonzero(groups.reshape(len(choices["tile_stat"]), -1).any(axis=1))
+            groups = ~dominated_rows(_rows(hw, lat, floors, objectives), front)  # ([case,] tile_stat, tile_mov)
+            stats = np.flatnonzero(
+                groups.reshape(-1, len(choices["tile_stat"]), len(choices["tile_mov"])).any(axis=(0, 2))
+            )
             if not stats.size:
                 continue
             some = {**one_stat, "tile_stat": tuple(choices["tile_stat"][i] for i in stats)}
             for _, _, lat, floors in split_cells(
-                problem, hw, some, consts, energy=energy, footprint=footprint, only=split
+                problem, hw, some, consts, energy=energy, footprint=footprint, cases=False, only=split
             ):
                 assert floors is not None
-                rows = _rows(hw, lat, floors, objectives).reshape(len(stats), per_tile_stat, -1)
-                for i, block in zip(stats.tolist(), rows, strict=True):
-                    yield at * per_stat + i * per_tile_stat, block
+                rows = _rows(hw, lat, floors, objectives).reshape(-1, len(stats), per_tile_stat, len(objectives))
+                for case in rows:
+                    for i, block in zip(stats.tolist(), case, strict=True):
+                        yield at * per_stat + i * per_tile_stat, block
 
     # the stationary choices' splits in turn, fewest cores first: a pass that every structure's fewest-core
     # cell leaves live stops after the first blocks (`mapper.bounds.live_structures`)
@@ -263,16 +272,19 @@ def cell_of_points(
     fixed: dict[str, Choice],
     codes: dict[str, np.ndarray],
     memo: CellMemo | None = None,
+    objectives: tuple[str, ...] = (),
 ) -> np.ndarray | None:
     """Each point's row in `structure_cells` of the structure `fixed` (its points as code columns).
 
     A point's cell is its own core split: ``c_r`` the product of role r's chip factors
     (`nest.split_role` with the cores `nest.shard_cores` gives r), fixed by the structure's tiles and
     the point's (cores, shard) choices alone; its row is the split's place in `bounds.core_splits`
-    order, as `split_cells` yields them. None when the structure leaves a tile choice free. `memo`: the
+    order, as `split_cells` yields them. None when the structure leaves a tile choice free, or with
+    ``footprint`` among `objectives` (its cells are then a split's loop-order cases, `refetch.case_footprints`,
+    which the code columns do not tell apart without pricing the points). `memo`: the
     problem's `CellMemo`, which keeps what the next structure asks again.
     """
-    if any(n not in fixed for n in TILE_PARAMS):
+    if any(n not in fixed for n in TILE_PARAMS) or "footprint" in objectives:
         return None
     choices = {p.name: p.choices for p in space.params}
     sizes = _role_sizes(problem, fixed, memo)

@@ -34,10 +34,15 @@ its most). A case no point can meet (its block cap below 1) is ``inf``. The leas
 floor of every point of the cell (the DMA's too, from the same bytes).
 `tests/costmodels/trainium/test_trainium_front_cells.py` checks it against every point of random
 structures on parts with a small SBUF, where the capacities bind, and on the presets.
+
+For the footprint objective, `footprint_cases` keeps the cases apart, cut by block size, each with the
+bytes per partition its points hold at least: the fewest fetches and the least footprint sit in
+different cases, and a least over the cases would pair them (the same tests, with footprint).
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -173,6 +178,67 @@ def refetch_cases(
     return _needed(cases) if max((np.size(x) for x, _ in cases), default=0) > _FEW else cases
 
 
+def footprint_cases(
+    hw: TrainiumHardware, c: ProblemConsts, q: CoreShare, caps: tuple[int, int, int]
+) -> list[tuple[F, F, F]]:
+    """``(stationary, moving, held)`` of each way a point can fetch its operands, cut by block size so that what a
+    case fetches and what it holds are both floors of its points: fetch multipliers as in `refetch_cases`,
+    and ``held`` the bytes per SBUF partition (PSUM banks at their bytes) no point of the case holds fewer
+    of: `cost.accumulation`'s footprint over the partitions.
+
+    A point holds ``2 bk kslots bb (bs ts s_stat + bm tm s_mov)`` input bytes and ``live`` open output
+    tiles of ``tm`` elements: with a PSUM accumulator at the output's bytes and ``live x banks per tile``
+    PSUM banks; with an SBUF one at 4 bytes across k blocks (the output's with one k block) and two
+    tiles' banks (the least of the two is taken). Each block size the case's fetches depend on is cut
+    into ``[lo, hi)`` ranges (`_brackets`): a point of a range fetches at least as often as its largest
+    block ``hi - 1`` allows and holds at least its least block ``lo``:
+
+    - several k blocks, both operands fetched again (the s and m loops outside k): ``stat x
+      ceil(Nm / bm)``, ``mov x ceil(Ns / bs)``, ``live >= bs bm``;
+    - s inside k: ``stat x ceil(Nm / bm)``, ``live >= bm Ns``; m inside k: ``mov x ceil(Ns / bs)``, ``live
+      >= bs Nm``; both inside: ``live >= Ns Nm``;
+    - one k block (every k tile in the block: ``Nk`` tiles of each input): m outside s, ``stat x ceil(Nm
+      / bm)``; s outside m, ``mov x ceil(Ns / bs)``; ``live >= bs bm`` at the output's bytes.
+
+    Capacities are not applied (they only make blocks smaller: more fetches, as floors go). Used for
+    the footprint objective's cells (`bounds.split_cells`), where `refetch_cases`' least fetches beside
+    the least footprint bound nothing: the two sit in different loop orders and block sizes.
+    """
+    cap_s, cap_m, cap_k = caps
+    kslots = np.ceil(q.ek / hw.pe_rows)
+    tile_s, tile_m = 2 * kslots * q.es * c.s_stat, 2 * kslots * q.em * c.s_mov  # a tile of each, double-buffered
+    bank = np.ceil(q.em * 4 / hw.psum_bank_bytes) * hw.psum_bank_bytes  # one open tile's PSUM bytes
+    one = np.ones((1, 1, 1))
+
+    def held(inputs: F, live: F | float, acc_bytes: float) -> F:
+        return np.minimum(inputs + live * (q.em * c.s_out + bank), inputs + live * q.em * acc_bytes + 2 * bank)
+
+    def gated(x: F, gate: F) -> F:
+        return np.where(gate, x, np.inf)
+
+    out: list[tuple[F, F, F]] = []
+    several = np.full(np.shape(q.nk), True) if q.k_least else q.nk >= 2
+    if several.any():
+        for (lo_s, hi_s), (lo_m, hi_m) in itertools.product(_brackets(cap_s), _brackets(cap_m)):
+            keep = held(lo_s * tile_s + lo_m * tile_m, float(lo_s * lo_m), 4.0)
+            out.append((np.ceil(q.nm / (hi_m - 1)), np.ceil(q.ns / (hi_s - 1)), keep))
+        for lo, hi in _brackets(cap_m):  # s inside k
+            out.append((np.ceil(q.nm / (hi - 1)), one, held(tile_s + lo * tile_m, lo * q.ns, 4.0)))
+        for lo, hi in _brackets(cap_s):  # m inside k
+            out.append((one, np.ceil(q.ns / (hi - 1)), held(lo * tile_s + tile_m, lo * q.nm, 4.0)))
+        out.append((one, one, held(tile_s + tile_m, q.ns * q.nm, 4.0)))
+        out = [(gated(x * one, several), gated(y * one, several), h) for x, y, h in out]
+    fits = q.nk <= cap_k
+    if fits.any():
+        whole: list[tuple[F, F, F]] = []
+        for lo, hi in _brackets(cap_m):  # m outside s: the stationary blocks fetched again per moving block
+            whole.append((np.ceil(q.nm / (hi - 1)), one, held(q.nk * (tile_s + lo * tile_m), float(lo), c.s_out)))
+        for lo, hi in _brackets(cap_s):
+            whole.append((one, np.ceil(q.ns / (hi - 1)), held(q.nk * (lo * tile_s + tile_m), float(lo), c.s_out)))
+        out += [(gated(x * one, fits), gated(y * one, fits), h) for x, y, h in whole]
+    return out
+
+
 def refetch_floors(
     hw: TrainiumHardware,
     c: ProblemConsts,
@@ -189,15 +255,25 @@ def refetch_floors(
     over the HBM bandwidth; a case with an ``inf`` multiplier (no point can meet it) prices ``inf``.
     """
     chip_least = dma_least = None
-    for x, y in cases:
-        stat, mov = share.stat * x, share.mov * y
-        chip = np.maximum(used * stat, c.real_stat_bytes) + np.maximum(used * mov, c.real_mov_bytes)
-        chip += used * core_out
-        core = stat + mov + core_out
-        dma = np.maximum(core / hw.core_dma_bytes_per_s, chip / hw.hbm_bytes_per_s) * hw.te_clock_hz
+    for chip, dma in case_floors(hw, c, used, share, cases, core_out):
         chip_least = chip if chip_least is None else np.minimum(chip_least, chip)
         dma_least = dma if dma_least is None else np.minimum(dma_least, dma)
     if chip_least is None or dma_least is None:  # no case at all: no point
         inf = np.full(np.shape(share.stat * core_out), np.inf)
         return inf, inf
     return chip_least, dma_least
+
+
+def case_floors(
+    hw: TrainiumHardware, c: ProblemConsts, used: int, share: CoreShare, cases: list[tuple[F, F]], core_out: F
+) -> list[tuple[F, F]]:
+    """`refetch_floors`' (chip bytes, DMA cycles) of each case, in the order of `cases`."""
+    out = []
+    for x, y in cases:
+        stat, mov = share.stat * x, share.mov * y
+        chip = np.maximum(used * stat, c.real_stat_bytes) + np.maximum(used * mov, c.real_mov_bytes)
+        chip += used * core_out
+        core = stat + mov + core_out
+        dma = np.maximum(core / hw.core_dma_bytes_per_s, chip / hw.hbm_bytes_per_s) * hw.te_clock_hz
+        out.append((chip, dma))
+    return out

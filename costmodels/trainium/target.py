@@ -42,7 +42,7 @@ from costmodels.ir import Mapping, coverage_errors, flat_mapping
 from costmodels.presets import load_preset
 from costmodels.problem_memo import ProblemMemo
 from costmodels.protocol import BatchScore, Choice, CostReport, LowerBound, Param, SearchSpace, Violation
-from costmodels.trainium.bounds import TILE_PARAMS, EngineBound, tile_bounds
+from costmodels.trainium.bounds import TILE_PARAMS, EngineBound, footprint_floors, tile_bounds
 from costmodels.trainium.cost import Evaluation, ProblemConsts, Quantities, evaluate, lower_bound_cycles
 from costmodels.trainium.energy import operand_bytes, stall_stack
 from costmodels.trainium.front_cells import CellMemo, cell_blocks, cell_of_points, structure_cells
@@ -189,14 +189,27 @@ class TrainiumTarget(FamilyTarget[Prepared]):
         consts = self._run_consts(problem)
         return structure_cells(problem, self.hardware, prep.space, consts, fixed_choices, objectives, prep.cells)
 
+    def structure_objective_floors(self, problem: Problem, names: tuple[str, ...], objective: str) -> np.ndarray | None:
+        """Footprint bytes no point of each tile structure holds fewer of (`bounds.footprint_floors`); None for
+        other names or objectives (`mapper.bounds.StructureObjectiveFloors`)."""
+        prep = self.prepared(problem)
+        if prep.reasons or names != TILE_PARAMS or objective != "footprint":
+            return None
+        choices = {p.name: p.choices for p in prep.space.params}
+        return footprint_floors(problem, self.hardware, choices, self._run_consts(problem))
+
     def structure_cell_of_points(
-        self, problem: Problem, fixed_choices: dict[str, Choice], codes: dict[str, np.ndarray]
+        self,
+        problem: Problem,
+        fixed_choices: dict[str, Choice],
+        codes: dict[str, np.ndarray],
+        objectives: tuple[str, ...] = (),
     ) -> np.ndarray | None:
         """Each point's cell in `structure_front_cells`: its own core split (`trainium.front_cells.cell_of_points`)."""
         prep = self.prepared(problem)
         if prep.reasons:
             return None
-        return cell_of_points(problem, prep.space, fixed_choices, codes, prep.cells)
+        return cell_of_points(problem, prep.space, fixed_choices, codes, prep.cells, objectives)
 
     def structure_front_cell_blocks(
         self, problem: Problem, names: tuple[str, ...], objectives: tuple[str, ...], front: np.ndarray | None = None

@@ -63,7 +63,7 @@ from mapper.settings import SearchSettings, StopReason
 from mapper.strategies.base import Searched, Strategy, certificate_notes
 from mapper.strategies.encoding import Encoding, split_params
 from mapper.strategies.floored import Floored, FloorTable, floor_params
-from mapper.strategies.front_pass import LivePass
+from mapper.strategies.front_pass import LivePass, objective_floors, seed_structures
 from mapper.strategies.objective import CHECKED, Evaluator
 from mapper.watch import Watch
 from workload.problem import Problem
@@ -233,6 +233,8 @@ class BestFirst(Strategy):
                         lambda front: cells.structure_front_cell_blocks(problem, names, settings.objectives, front),
                         seen,
                         lambda: time.perf_counter() > deadline or (watch is not None and watch.cancelled()),
+                        (lambda: seed_structures(flat, objective_floors(target, problem, names, settings.objectives)),
+                         visit),
                     )  # fmt: skip
                     order = live.visits(order)
                 visits, bounded = ((k, b, True) for k, b in order), total

@@ -6,7 +6,9 @@ whole problem's floors): on a space of millions of structures (Trainium's every 
 stop comes after nearly all of them, because a structure's least latency and its least bytes sit in
 different cells (`mapper.bounds.FrontCellBounded`). `LivePass` visits in latency order until the
 best latency is proven (the next bound is not below the least latency found: the front's fastest
-point is then the optimum's value), then runs a dominance pass over every structure's cells
+point is then the optimum's value), visits a few structures along the front's likely course where the
+target floors the other objectives per structure (`seed_structures`: the pass's front then spans more
+than its fastest end), then runs a dominance pass over every structure's cells
 (`mapper.bounds.FrontCellBlocks`, `live_structures`) and goes on with the live structures only, in
 the same ascending order, running the pass again as the front grows where that pays
 (`_live_visits`). A structure that is not live has every point dominated by, or equal in value to, a
@@ -22,9 +24,10 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from costmodels.protocol import Choice, Param
-from mapper.bounds import RTOL, live_structures
+from costmodels.protocol import Choice, Param, Target
+from mapper.bounds import RTOL, StructureObjectiveFloors, live_structures
 from mapper.strategies.objective import Evaluator
+from workload.problem import Problem
 
 #: a pass again only when the live structures left, at the visits' pace since the last pass, would take at
 #: least this many times the last pass's time (a pass prices every structure's cells in numpy, a visit checks
@@ -32,8 +35,43 @@ from mapper.strategies.objective import Evaluator
 REPASS_PAYS = 2.0
 #: the coming structures (in visit order, live or not) whose points are priced together ahead of their visits
 AHEAD = 64
+#: structures visited per objective with floors before the first pass (`seed_structures`)
+SEEDS = 64
 
 Blocks = Callable[[np.ndarray], Iterator[tuple[int, np.ndarray]] | None]  # given the front
+
+
+def objective_floors(
+    target: Target, problem: Problem, names: tuple[str, ...], objectives: tuple[str, ...]
+) -> list[np.ndarray]:
+    """The target's floors of every structure for each objective but latency it floors (`StructureObjectiveFloors`)."""
+    if not isinstance(target, StructureObjectiveFloors):
+        return []
+    got = (target.structure_objective_floors(problem, names, o) for o in objectives if o != "latency")
+    return [f for f in got if f is not None]
+
+
+def seed_structures(flat: np.ndarray, floors: list[np.ndarray], count: int = SEEDS) -> np.ndarray:
+    """Structures along the front's likely course, from their latency bounds `flat` and floors of other objectives.
+
+    For each objective's floors, the structures no other beats on both its latency bound and its floor
+    (each the fastest that may reach its value), up to `count` of them spread evenly along that
+    staircase. Scoring these before the first dominance pass gives the pass a front along its whole
+    length, where the fastest structures alone give one end of it. Which structures they are changes
+    the work, not the front found (every structure is still visited or left out by its cells).
+    """
+    picked: list[np.ndarray] = []
+    for floor in floors:
+        f = np.asarray(floor, dtype=np.float64).reshape(-1)
+        ok = np.flatnonzero(np.isfinite(flat) & np.isfinite(f))
+        order = ok[np.lexsort((flat[ok], f[ok]))]  # by floor, then bound
+        before = np.minimum.accumulate(np.concatenate(([np.inf], flat[order][:-1])))
+        stairs = order[flat[order] < before]  # a lower bound than every structure of a lower (or equal) floor
+        if len(stairs):
+            picked.append(
+                stairs[np.unique(np.linspace(0, len(stairs) - 1, min(count, len(stairs))).round().astype(int))]
+            )
+    return np.unique(np.concatenate(picked)) if picked else np.zeros(0, dtype=np.intp)
 
 
 class LivePass:
@@ -53,9 +91,11 @@ class LivePass:
         blocks: Blocks,
         seen: set[tuple[Choice, ...]],
         stop: Callable[[], bool],
+        seeds: tuple[Callable[[], np.ndarray], Callable[[tuple[Choice, ...]], None]] | None = None,
     ) -> None:
         self.flat, self.structural, self.ev, self.at = flat, structural, ev, latency_at
-        self.blocks, self.seen, self.stop = blocks, seen, stop
+        self.blocks, self.seen, self.stop, self.seeds = blocks, seen, stop, seeds
+        self.seeded = 0  # structures visited by `seeds` before the first pass
         self.pruned, self.seconds, self.after = 0, 0.0, 0
         self.live: int | None = None
         self.passes, self.later = 0, 0  # passes after the first, and the structures they left out
@@ -77,6 +117,15 @@ class LivePass:
             yield key, bound
         else:
             return
+        if self.seeds is not None:  # (structures, visit): a front along its whole length for the pass
+            which, visit = self.seeds
+            for i in which().tolist():
+                if self.stop():
+                    break
+                if self.key(i) not in self.seen:
+                    visit(self.key(i))
+                    self.seeded += 1
+            front = self.ev.front_values if self.ev.front_values is not None else front
         t0 = time.perf_counter()
         blocks = self.blocks(front)
         live = None if blocks is None else live_structures(blocks, self.flat.size, front, self.stop)

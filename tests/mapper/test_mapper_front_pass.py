@@ -76,3 +76,37 @@ def test_the_coming_live_structures_are_priced_ahead_a_few_at_a_time() -> None:
     assert asked[0] == list(range(N))
     assert asked[1] == [5, 6, 7, 8, 9] and asked[2] == [8, 9]
     assert visited == [0, 5, 6, 7, 8, 9]
+
+
+def test_seed_structures_are_the_staircase_of_latency_bounds_over_floors() -> None:
+    """`front_pass.seed_structures`: each structure no other beats on both its latency bound and its floor,
+    at most `count` of them spread along the staircase; infinite bounds or floors are never picked."""
+    flat = np.array([5.0, 1.0, 4.0, 2.0, 3.0, np.inf, 0.5, 6.0])
+    floor = np.array([1.0, 9.0, 2.0, 5.0, 2.0, 0.1, np.inf, 0.5])
+    # by floor: 7 (0.5, 6), 0 (1, 5), 4 (2, 3), 2 (2, 4), 3 (5, 2), 1 (9, 1); staircase 7, 0, 4, 3, 1
+    assert front_pass.seed_structures(flat, [floor]).tolist() == [0, 1, 3, 4, 7]
+    picked = front_pass.seed_structures(flat, [floor], count=2)
+    assert picked.tolist() == [1, 7]  # the two ends
+    assert front_pass.seed_structures(flat, []).size == 0
+
+
+def test_seeds_are_visited_before_the_first_pass() -> None:
+    """`LivePass` visits its seed structures once the least latency is proven, before the pass."""
+    seen_at_pass: list[int] = []
+    visited_seeds: list[int] = []
+    ev = SimpleNamespace(front_values=np.array([[0.5, 1000.0]]), score_ahead=lambda s: len(s))
+    structural = (Param(name="x", choices=tuple(range(N))),)
+    flat = CELLS[:, 0].copy()
+
+    def blocks(front: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+        seen_at_pass.extend(visited_seeds)
+        yield 0, CELLS
+
+    def visit(key: tuple[int, ...]) -> None:
+        visited_seeds.append(int(key[0]))
+
+    seeds = (lambda: np.array([7, 9]), visit)
+    lp = LivePass(flat, structural, ev, 0, blocks, {(9,)}, lambda: False, seeds)  # type: ignore[arg-type]
+    order = ((key, float(flat[key[0]])) for key in ((i,) for i in range(N)))
+    list(lp.visits(order))
+    assert seen_at_pass == [7] and lp.seeded == 1  # 9 was seen already

@@ -27,6 +27,8 @@ from workload.einsum import einsum
 from workload.problem import Problem
 
 OBJECTIVES = ("latency", "offchip_bytes", "energy", "footprint")
+#: the objectives whose cells are the core splits alone (`structure_cell_of_points` places points in them)
+SPLIT_OBJECTIVES = ("latency", "offchip_bytes", "energy")
 
 
 def _random_problem(rng: random.Random) -> Problem:
@@ -84,7 +86,7 @@ def test_every_feasible_point_is_no_better_than_one_of_its_structures_cells(seed
 @pytest.mark.parametrize("seed", range(4))
 def test_every_feasible_point_is_no_better_than_its_own_cell(seed: int, part: int) -> None:
     """`structure_cell_of_points` names the cell (core split) whose vector bounds each point: live-cell scoring
-    leaves out the points of dominated cells on that word."""
+    leaves out the points of dominated cells on that word (without footprint: its cells are finer)."""
     rng = random.Random(100 + seed)
     p, t = _random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]), **PARTS[part])
     space = t.space(p)
@@ -93,12 +95,14 @@ def test_every_feasible_point_is_no_better_than_its_own_cell(seed: int, part: in
     for flat in sorted({rng.randrange(total) for _ in range(12)}):
         fixed = _fixed(t, p, flat)
         codes = structure_codes(space, flat)
-        cells = t.structure_front_cells(p, fixed, OBJECTIVES)
-        at = t.structure_cell_of_points(p, fixed, codes)
+        # footprint's cells are a split's loop-order cases, which the code columns do not tell apart
+        assert t.structure_cell_of_points(p, fixed, codes, OBJECTIVES) is None
+        cells = t.structure_front_cells(p, fixed, SPLIT_OBJECTIVES)
+        at = t.structure_cell_of_points(p, fixed, codes, SPLIT_OBJECTIVES)
         assert cells is not None and at is not None and at.shape == (len(codes["cores"]),)
         s = t.score_codes(p, codes)
         feas = np.asarray(s.feasible)
-        pts = np.stack([np.asarray(s.objectives[o], dtype=np.float64) for o in OBJECTIVES], axis=1)[feas]
+        pts = np.stack([np.asarray(s.objectives[o], dtype=np.float64) for o in SPLIT_OBJECTIVES], axis=1)[feas]
         own = cells[at[feas]]
         assert (own <= pts * (1 + RTOL)).all(), (p.label, t.name, flat)
         checked += len(pts)
@@ -107,23 +111,32 @@ def test_every_feasible_point_is_no_better_than_its_own_cell(seed: int, part: in
 
 
 def test_the_cells_of_every_structure_are_the_cells_of_each_alone() -> None:
+    """Without footprint, `structure_front_cell_blocks` gives each structure its own cells; with it, the blocks
+    keep one cell per core split (the pass's rows: the loop-order cases are the visits'), still a floor of
+    every point of the structure."""
     p = einsum("mk,kn->mn", {"m": 70, "k": 130, "n": 90}, dtype="bf16", weight=1)
     t = every_tile_target("trn2")
     names = TILE_PARAMS
     total = int(np.prod([len(q.choices) for q in t.space(p).params[:4]]))
-    rows: dict[int, list[np.ndarray]] = {}
-    blocks = t.structure_front_cell_blocks(p, names, OBJECTIVES)
-    assert blocks is not None
-    for first, block in blocks:
-        for i in range(len(block)):
-            rows.setdefault(first + i, []).append(block[i])
-    assert sorted(rows) == list(range(total))
-    for flat in random.Random(1).sample(range(total), 20):
-        alone = t.structure_front_cells(p, _fixed(t, p, flat), OBJECTIVES)
-        assert alone is not None
-        together = np.array(rows[flat])
-        key = lambda a: sorted(map(tuple, a[np.isfinite(a[:, 0])].tolist()))  # noqa: E731
-        assert key(together) == key(alone)
+    for objectives in (SPLIT_OBJECTIVES, OBJECTIVES):
+        rows: dict[int, list[np.ndarray]] = {}
+        blocks = t.structure_front_cell_blocks(p, names, objectives)
+        assert blocks is not None
+        for first, block in blocks:
+            for i in range(len(block)):
+                rows.setdefault(first + i, []).append(block[i])
+        assert sorted(rows) == list(range(total))
+        for flat in random.Random(1).sample(range(total), 20):
+            together = np.array(rows[flat])
+            if objectives == SPLIT_OBJECTIVES:
+                alone = t.structure_front_cells(p, _fixed(t, p, flat), objectives)
+                assert alone is not None
+                key = lambda a: sorted(map(tuple, a[np.isfinite(a[:, 0])].tolist()))  # noqa: E731
+                assert key(together) == key(alone)
+            else:
+                points = _structure_points(t, p, flat)
+                covered = np.all(together[None, :, :] <= points[:, None, :] * (1 + RTOL), axis=2).any(axis=1)
+                assert covered.all() and len(together) < len(t.structure_front_cells(p, _fixed(t, p, flat), objectives))
     # objectives without cells, or another split of the parameters: no cells
     assert t.structure_front_cell_blocks(p, names, ("latency", "macs")) is None
     assert t.structure_front_cell_blocks(p, names[::-1], OBJECTIVES) is None
@@ -240,7 +253,7 @@ def test_a_split_no_cores_and_shard_choice_reaches_is_a_cell_without_points() ->
         "tile_mov": ch["tile_mov"][-1],
         "tile_k": ch["tile_k"][0],
     }
-    cells = t.structure_front_cells(p, fixed, OBJECTIVES)
+    cells = t.structure_front_cells(p, fixed, SPLIT_OBJECTIVES)
     _, ns = role_tiles(sizes["s"], (fixed["tile_stat"],))
     _, nm = role_tiles(sizes["m"], (fixed["tile_mov"],))
     splits = core_splits(max(ch["cores"]), 3, int(ns[0]), int(nm[0]))
@@ -249,6 +262,12 @@ def test_a_split_no_cores_and_shard_choice_reaches_is_a_cell_without_points() ->
     assert cells is not None and len(cells) == len(splits) > len(reached)
     for split, row in zip(splits, cells, strict=True):
         assert np.isfinite(row[0]) == (split in reached), split
+    # with footprint, each split's cells are its loop-order cases (`refetch.footprint_cases`), split by split
+    cases = t.structure_front_cells(p, fixed, OBJECTIVES)
+    per = len(cases) // len(splits)
+    assert per > 1 and per * len(splits) == len(cases)
+    for at, split in enumerate(splits):
+        assert np.isfinite(cases[at * per : (at + 1) * per, 0]).any() == (split in reached), split
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -271,3 +290,27 @@ def test_cells_read_from_a_groups_cells_are_the_structures_own(seed: int) -> Non
         for m in (memo, tiny, later):
             got = structure_cells(p, t.hardware, space, consts, fixed, OBJECTIVES, m)
             assert got is not None and np.array_equal(got, alone), (p.label, flat)
+
+
+def test_footprint_cells_do_not_put_the_fastest_loop_order_beside_the_smallest_footprint() -> None:
+    """A decode-like GEMM: the fastest mapping of a structure keeps every output tile of a core open across
+    the k blocks (a large footprint), the smallest re-reads the moving operand per stationary block (slower).
+    With footprint each core split is cut into its loop-order and block cases (`refetch.footprint_cases`),
+    so no cell claims the least latency beside the least footprint, and the structure's own front is
+    bounded cell by cell (hardware-facts.md §2.2 step 5: the refetches; `cost.accumulation`: the footprint)."""
+    p = einsum("bk,kn->bn", {"b": 1, "k": 2048, "n": 4096}, dtype="bf16", weight=1)
+    t = every_tile_target("trn1")
+    space = t.space(p)
+    ch = {q.name: q.choices for q in space.params}
+    fixed = {"stationary": "weight", **{n: max(ch[n]) for n in ("tile_stat", "tile_mov", "tile_k")}}
+    flat = int(np.ravel_multi_index([ch[n].index(fixed[n]) for n in TILE_PARAMS], [len(ch[n]) for n in TILE_PARAMS]))
+    s = t.score_codes(p, structure_codes(space, flat))
+    feas = np.asarray(s.feasible)
+    points = np.stack([np.asarray(s.objectives[o], dtype=np.float64)[feas] for o in ("latency", "footprint")], axis=1)
+    fastest, smallest = points[:, 0].min(), points[:, 1].min()
+    assert points[points[:, 0].argmin(), 1] > smallest  # the trade-off exists in this structure
+    cells = t.structure_front_cells(p, fixed, ("latency", "footprint"))
+    assert cells is not None
+    assert not ((cells[:, 0] <= fastest * (1 + RTOL)) & (cells[:, 1] <= smallest * (1 + RTOL))).any()
+    covered = np.all(cells[None, :, :] <= points[:, None, :] * (1 + RTOL), axis=2).any(axis=1)
+    assert covered.all()
