@@ -299,7 +299,6 @@ def split_cells(
         no_point = np.zeros((len(choices["tile_stat"]), len(choices["tile_mov"])), dtype=bool)
         ii = np.maximum(np.minimum(hw.matmul_floor_cycles, es), em) * (hw.fp32_cost_factor if c.fp32 else 1.0)
         fill = ek * (es * c.s_stat + em * c.s_mov) / hw.core_dma_bytes_per_s * f
-        one_cell = np.ones(np.broadcast_shapes(es.shape, em.shape, ek.shape))  # (tile_stat, tile_mov, tile_k)
         if footprint:
             footprint_floor = least_footprint(hw, c, es, em, ek)
         for cb, cs, cm in [only] if only is not None else core_splits(cores, batch, int(ns.max()), int(nm.max())):
@@ -315,11 +314,9 @@ def split_cells(
             # the cells: the operands fetched again as the loop orders and capacities force (`tile_bounds`: once)
             once = [(np.ones(1), np.ones(1))]
             held = footprint_cases(hw, c, share, (cap_s, cap_m, cap_k)) if footprint and offchip and cases else None
-            if held:  # one cell per case (a leading axis): each case's bytes beside what it holds
-                per_case = case_floors(hw, c, used, share, [(x, y) for x, y, _ in held], core_out)
-                chip = np.stack([np.broadcast_to(x, one_cell.shape) for x, _ in per_case])
-                dma = np.stack([np.broadcast_to(y, one_cell.shape) for _, y in per_case])
-                held_floor = np.stack([np.broadcast_to(h * hw.sbuf_partitions, one_cell.shape) for _, _, h in held])
+            if held is not None:  # one cell per case (a leading axis): each case's bytes beside what it holds
+                chip, dma = case_floors(hw, c, used, share, [held[:2]], core_out)[0]
+                held_floor = held[2] * hw.sbuf_partitions
             else:
                 least = refetch_cases(hw, c, share, (cap_s, cap_m, cap_k)) if offchip else once
                 chip, dma = refetch_floors(hw, c, used, share, least, core_out)
@@ -340,6 +337,6 @@ def split_cells(
                 psum = (n_inst + n_out) * es * em * 4.0 * used
                 floors["energy"] = energy_of.total({"hbm": chip, "sbuf": sbuf, "psum": psum})
             if footprint:
-                floors["footprint"] = np.maximum(footprint_floor, held_floor) if held else footprint_floor
+                floors["footprint"] = footprint_floor if held is None else np.maximum(footprint_floor, held_floor)
             floors = {k: np.where(can, np.broadcast_to(v, bound.shape), np.inf) for k, v in floors.items()}
             yield at, (cb, cs, cm), latency, floors

@@ -14,7 +14,8 @@ trade-off the front has not already beaten at its least latency.
 Latency (seconds), off-chip bytes, energy (pJ) and footprint (bytes) have cells. With footprint, a
 structure's cells (`structure_cells`) are its splits' loop-order and block-size cases
 (`refetch.footprint_cases`, split by split), where a point's fetches and footprint are bounded together;
-the dominance pass (`cell_blocks`) keeps one cell per split, which costs a case count less.
+the dominance pass (`cell_blocks`) screens its (tile_stat, tile_mov) groups by the cases (over every
+tile_k at once) and then prices one cell per split, a case count cheaper than the cases tile by tile.
 """
 
 from __future__ import annotations
@@ -173,7 +174,9 @@ def cell_blocks(
     tile_k choice at once (`split_cells`' ``k_least``), and only the tile_stat choices with a group
     the front does not dominate are priced tile by tile, one run per tile_stat choice: the structures
     of a group the front dominates there have every point of that split dominated, so their rows are
-    left out (`mapper.bounds.FrontCellBlocks`).
+    left out (`mapper.bounds.FrontCellBlocks`). With footprint the groups are bounded case by case
+    (`refetch.footprint_cases`: a group is left out when the front dominates every case) and the rows
+    priced tile by tile are one per split (without the cases: still floors of every point, looser).
     """
     if names != TILE_PARAMS or not objectives or not set(objectives) <= set(CELL_OBJECTIVES):
         return None
@@ -193,7 +196,7 @@ def cell_blocks(
                     yield at * per_stat, rows
             return
         for _, split, lat, floors in split_cells(
-            problem, hw, one_stat, consts, energy=energy, footprint=footprint, cases=False, k_least=True
+            problem, hw, one_stat, consts, energy=energy, footprint=footprint, k_least=True
         ):
             assert floors is not None
             groups = ~dominated_rows(_rows(hw, lat, floors, objectives), front)  # ([case,] tile_stat, tile_mov)

@@ -42,7 +42,6 @@ different cases, and a least over the cases would pair them (the same tests, wit
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -178,10 +177,9 @@ def refetch_cases(
     return _needed(cases) if max((np.size(x) for x, _ in cases), default=0) > _FEW else cases
 
 
-def footprint_cases(
-    hw: TrainiumHardware, c: ProblemConsts, q: CoreShare, caps: tuple[int, int, int]
-) -> list[tuple[F, F, F]]:
-    """``(stationary, moving, held)`` of each way a point can fetch its operands, cut by block size so that what a
+def footprint_cases(hw: TrainiumHardware, c: ProblemConsts, q: CoreShare, caps: tuple[int, int, int]) -> tuple[F, F, F]:
+    """``(stationary, moving, held)`` arrays, one entry per case along a leading axis before `q`'s axes: the ways
+    a point can fetch its operands, cut by block size so that what a
     case fetches and what it holds are both floors of its points: fetch multipliers as in `refetch_cases`,
     and ``held`` the bytes per SBUF partition (PSUM banks at their bytes) no point of the case holds fewer
     of: `cost.accumulation`'s footprint over the partitions.
@@ -208,35 +206,43 @@ def footprint_cases(
     kslots = np.ceil(q.ek / hw.pe_rows)
     tile_s, tile_m = 2 * kslots * q.es * c.s_stat, 2 * kslots * q.em * c.s_mov  # a tile of each, double-buffered
     bank = np.ceil(q.em * 4 / hw.psum_bank_bytes) * hw.psum_bank_bytes  # one open tile's PSUM bytes
-    one = np.ones((1, 1, 1))
+    shape = np.broadcast_shapes(*(np.shape(a) for a in (q.ns, q.nm, q.nk, q.es, q.em, q.ek)))
 
     def held(inputs: F, live: F | float, acc_bytes: float) -> F:
         return np.minimum(inputs + live * (q.em * c.s_out + bank), inputs + live * q.em * acc_bytes + 2 * bank)
 
-    def gated(x: F, gate: F) -> F:
-        return np.where(gate, x, np.inf)
+    def axis(values: F) -> F:  # one entry per case of a group, before the (tile_stat, tile_mov, tile_k) axes
+        return np.asarray(values, dtype=np.float64).reshape(-1, 1, 1, 1)
 
-    out: list[tuple[F, F, F]] = []
+    lo_s, most_s = (np.asarray(v, dtype=np.float64) for v in zip(*_brackets(cap_s), strict=True))
+    lo_m, most_m = (np.asarray(v, dtype=np.float64) for v in zip(*_brackets(cap_m), strict=True))
+    most_s, most_m = most_s - 1, most_m - 1  # a range's largest block
+    groups: list[tuple[F | float, F | float, F, F]] = []  # (stationary, moving, held, where the group can occur)
     several = np.full(np.shape(q.nk), True) if q.k_least else q.nk >= 2
     if several.any():
-        for (lo_s, hi_s), (lo_m, hi_m) in itertools.product(_brackets(cap_s), _brackets(cap_m)):
-            keep = held(lo_s * tile_s + lo_m * tile_m, float(lo_s * lo_m), 4.0)
-            out.append((np.ceil(q.nm / (hi_m - 1)), np.ceil(q.ns / (hi_s - 1)), keep))
-        for lo, hi in _brackets(cap_m):  # s inside k
-            out.append((np.ceil(q.nm / (hi - 1)), one, held(tile_s + lo * tile_m, lo * q.ns, 4.0)))
-        for lo, hi in _brackets(cap_s):  # m inside k
-            out.append((one, np.ceil(q.ns / (hi - 1)), held(lo * tile_s + tile_m, lo * q.nm, 4.0)))
-        out.append((one, one, held(tile_s + tile_m, q.ns * q.nm, 4.0)))
-        out = [(gated(x * one, several), gated(y * one, several), h) for x, y, h in out]
+        ps, pm = np.repeat(lo_s, len(lo_m)), np.tile(lo_m, len(lo_s))  # both fetched again: every pair of ranges
+        both = (np.ceil(q.nm / axis(np.tile(most_m, len(lo_s)))), np.ceil(q.ns / axis(np.repeat(most_s, len(lo_m)))))
+        groups.append((*both, held(axis(ps) * tile_s + axis(pm) * tile_m, axis(ps * pm), 4.0), several))
+        groups.append(
+            (np.ceil(q.nm / axis(most_m)), 1.0, held(tile_s + axis(lo_m) * tile_m, axis(lo_m) * q.ns, 4.0), several)
+        )
+        groups.append(
+            (1.0, np.ceil(q.ns / axis(most_s)), held(axis(lo_s) * tile_s + tile_m, axis(lo_s) * q.nm, 4.0), several)
+        )
+        groups.append((1.0, 1.0, held(tile_s + tile_m, q.ns * q.nm, 4.0)[None], several))
     fits = q.nk <= cap_k
-    if fits.any():
-        whole: list[tuple[F, F, F]] = []
-        for lo, hi in _brackets(cap_m):  # m outside s: the stationary blocks fetched again per moving block
-            whole.append((np.ceil(q.nm / (hi - 1)), one, held(q.nk * (tile_s + lo * tile_m), float(lo), c.s_out)))
-        for lo, hi in _brackets(cap_s):
-            whole.append((one, np.ceil(q.ns / (hi - 1)), held(q.nk * (lo * tile_s + tile_m), float(lo), c.s_out)))
-        out += [(gated(x * one, fits), gated(y * one, fits), h) for x, y, h in whole]
-    return out
+    if fits.any():  # one k block: m outside s (the stationary blocks fetched again per moving block), s outside m
+        groups.append(
+            (np.ceil(q.nm / axis(most_m)), 1.0, held(q.nk * (tile_s + axis(lo_m) * tile_m), axis(lo_m), c.s_out), fits)
+        )
+        groups.append(
+            (1.0, np.ceil(q.ns / axis(most_s)), held(q.nk * (axis(lo_s) * tile_s + tile_m), axis(lo_s), c.s_out), fits)
+        )
+    out = []
+    for x, y, h, can in groups:
+        full = (np.shape(h)[0], *shape)
+        out.append([np.where(can, np.broadcast_to(v, full), np.inf) for v in (x, y)] + [np.broadcast_to(h, full)])
+    return tuple(np.concatenate(parts) for parts in zip(*out, strict=True))  # type: ignore[return-value]
 
 
 def refetch_floors(

@@ -18,7 +18,7 @@ import pytest
 
 from costmodels.trainium.bounds import TILE_PARAMS
 from costmodels.trainium.target import TrainiumTarget
-from mapper.bounds import RTOL, live_structures
+from mapper.bounds import RTOL, dominated_rows, live_structures
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from tests.costmodels.trainium.tile_structures import every_tile_target, structure_choices, structure_codes
@@ -314,3 +314,31 @@ def test_footprint_cells_do_not_put_the_fastest_loop_order_beside_the_smallest_f
     assert not ((cells[:, 0] <= fastest * (1 + RTOL)) & (cells[:, 1] <= smallest * (1 + RTOL))).any()
     covered = np.all(cells[None, :, :] <= points[:, None, :] * (1 + RTOL), axis=2).any(axis=1)
     assert covered.all()
+
+
+def test_with_footprint_a_front_given_to_the_blocks_leaves_out_only_structures_whose_points_it_dominates() -> None:
+    """With footprint, `cell_blocks` bounds its (tile_stat, tile_mov) groups by the loop-order cases: on a
+    decode-shaped GEMM it leaves live fewer structures than the plain pass and none the plain pass leaves
+    out, and every point of a structure it leaves out besides is dominated by (or equal to) a front point."""
+    from mapper.enumerate import pareto_front
+
+    p = einsum("bk,kn->bn", {"b": 1, "k": 2048, "n": 4096}, dtype="bf16", weight=1)
+    t = every_tile_target("trn1")
+    objectives = ("latency", "footprint")
+    total = int(np.prod([len(q.choices) for q in t.space(p).params[:4]]))
+    scored = []
+    for flat in random.Random(0).sample(range(total), 60):  # a front of real points
+        s = t.score_codes(p, structure_codes(t.space(p), flat))
+        feas = np.asarray(s.feasible)
+        scored.append(np.stack([np.asarray(s.objectives[o], dtype=np.float64)[feas] for o in objectives], axis=1))
+    points = np.concatenate(scored)
+    front = points[pareto_front(points)]
+    plain = live_structures(t.structure_front_cell_blocks(p, TILE_PARAMS, objectives), total, front)
+    given = live_structures(t.structure_front_cell_blocks(p, TILE_PARAMS, objectives, front), total, front)
+    assert plain is not None and given is not None
+    assert not (given & ~plain).any() and given.sum() < plain.sum()
+    for flat in np.flatnonzero(plain & ~given)[:: max(1, int((plain & ~given).sum()) // 8)][:8].tolist():
+        s = t.score_codes(p, structure_codes(t.space(p), flat))
+        feas = np.asarray(s.feasible)
+        pts = np.stack([np.asarray(s.objectives[o], dtype=np.float64)[feas] for o in objectives], axis=1)
+        assert dominated_rows(pts, front).all(), flat
