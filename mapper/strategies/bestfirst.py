@@ -334,7 +334,9 @@ class BestFirst(Strategy):
                 else ""
             )
             notes.append(
-                f"after {live.after:,} structures proved the least latency, a pass over every structure's cells "
+                f"after {live.after - live.seeded:,} structures proved the least latency"
+                f"{f' and {live.seeded:,} seeds along the front were scored' if live.seeded else ''}, a pass over "
+                "every structure's cells "
                 f"left {live.live:,} whose cells the front did not dominate; the other "
                 f"{live.pruned - live.later:,} were pruned by bound{again} (passes: {live.seconds:.3f} s)"
             )
