@@ -48,13 +48,20 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from costmodels.dominance import RTOL, dominated_rows
 from costmodels.protocol import Choice, Param, SearchSpace, Target
 from costmodels.structure_bound import StructureBounded
+from mapper.bound_hooks import (  # noqa: F401 (re-exported: the targets' optional hooks)
+    CellOfPoints,
+    FrontCellBlocks,
+    FrontCellBounded,
+    FrontCellScreened,
+    StructureFloored,
+    StructureObjectiveFloors,
+)
 from mapper.result import Certificate
 from workload.problem import Problem
 
@@ -120,114 +127,6 @@ def objective_floor(problem: Problem, objective: str) -> float:
     own bounds (`StructureBounds`); any other objective: 0.
     """
     return float(problem.min_bytes) if objective == "offchip_bytes" else 0.0
-
-
-@runtime_checkable
-class StructureFloored(Protocol):
-    """Optional: a target that floors the latency of every structure of some parameters in one array.
-
-    Best-first search (`mapper.strategies.bestfirst`) orders the structures by these floors and
-    asks for a structure's own bound (`StructureBounded.structure_bound`) only when its floor is the
-    lowest key left, so a family whose exact bound is costly (Ascend: a structure's optimum) bounds
-    few structures exactly. Kept here rather than in `costmodels.structure_bound` so that adding it
-    changes no family's cost-model version (`mapper.keys.cost_model_version`).
-
-    Contract: `structure_floors(problem, names)` has the shape of the named parameters' choices (C
-    order, the choices in the space's order); its entry for a combination is at most the target's
-    `structure_bound` of those fixed choices (so no feasible point with them has a lower latency, in
-    seconds). That it is at most the exact bound, and not merely admissible, is what keeps
-    best-first's visit order the order of the exact bounds.
-    """
-
-    def structure_floors(self, problem: Problem, names: tuple[str, ...]) -> np.ndarray: ...
-
-
-@runtime_checkable
-class FrontCellBounded(Protocol):
-    """Optional: a target that bounds several objectives over the cells of one structure of its space.
-
-    Contract: every feasible point of the structure (its choices agree with `fixed_choices`) is, on
-    every objective of `objectives`, no better than the vector of at least one returned row (cells x
-    objectives, in the order of `objectives`). None: no cells for these objectives.
-    """
-
-    def structure_front_cells(
-        self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...]
-    ) -> np.ndarray | None: ...
-
-
-@runtime_checkable
-class FrontCellScreened(Protocol):
-    """Optional beside `FrontCellBounded`: a structure's cells screened against a front, for less work.
-
-    Contract: `structure_front_cells_screened` gives the rows of `structure_front_cells` for the same
-    arguments, in the same order, except that a row `front` dominates (within `RTOL`) may hold a lower
-    vector that `front` still dominates. Each row still bounds its cell's points, and a dominance test
-    of the rows against `front`, or against a front that dominates each of its points (the search's
-    front only grows), has the outcome of the cells' own. `front` None or empty: the cells themselves.
-    `structure_front_dominated` is True only when `front` dominates every cell of the structure (it may
-    say False of some such structures: the cells are then tested).
-    """
-
-    def structure_front_cells_screened(
-        self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray | None
-    ) -> np.ndarray | None: ...
-
-    def structure_front_dominated(
-        self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray
-    ) -> bool: ...
-
-
-@runtime_checkable
-class CellOfPoints(Protocol):
-    """Optional, beside `FrontCellBounded`: which of a structure's cells each of its points is in.
-
-    Contract: for the points of a structure (code columns, every point's choices agreeing with
-    `fixed_choices`), the row of `structure_front_cells(problem, fixed_choices, objectives)` whose
-    vector bounds that point. None: not known for this structure or these objectives (its points are
-    then all scored).
-    """
-
-    def structure_cell_of_points(
-        self,
-        problem: Problem,
-        fixed_choices: dict[str, Choice],
-        codes: dict[str, np.ndarray],
-        objectives: tuple[str, ...] = (),
-    ) -> np.ndarray | None: ...
-
-
-@runtime_checkable
-class FrontCellBlocks(Protocol):
-    """Optional: a target that gives the cells (`FrontCellBounded`) of every structure, a run at a time.
-
-    Contract: structures are numbered in C order over the choices of `names`; each yielded
-    ``(first, rows)`` holds, for structures ``first .. first + len(rows) - 1``, one cell's bound
-    vector each (rows x objectives, in the order of `objectives`), and every feasible point of a
-    structure is, on every objective, no better than the row of at least one of its cells (a row
-    with ``inf``: a cell the structure does not have) or, when `front` is given, dominated by (or
-    equal to) a point of `front` (within `RTOL`): the target may leave out the rows of cells the
-    front dominates. None: no cells for these names or objectives.
-    """
-
-    def structure_front_cell_blocks(
-        self, problem: Problem, names: tuple[str, ...], objectives: tuple[str, ...], front: np.ndarray | None = None
-    ) -> Iterator[tuple[int, np.ndarray]] | None: ...
-
-
-@runtime_checkable
-class StructureObjectiveFloors(Protocol):
-    """Optional: a target that floors an objective other than latency for every structure in one array.
-
-    Contract: the shape of `names`' choices (C order, as `FrontCellBlocks` numbers the structures);
-    no feasible point of a structure has a lower value of `objective` than its entry. None: not known.
-    Best-first visits a few structures along the front's likely course by these floors before its
-    first dominance pass (`mapper.strategies.front_pass.seed_structures`).
-    """
-
-    def structure_objective_floors(
-        self, problem: Problem, names: tuple[str, ...], objective: str
-    ) -> np.ndarray | None: ...
 
 
 def live_structures(
