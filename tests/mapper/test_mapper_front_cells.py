@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from costmodels.registry import get_target
+from costmodels.rngd.scoring import S_PARAMS
 from mapper.bounds import FrontBounds, dominated_rows
 from mapper.search import tune
 from mapper.settings import SearchSettings
@@ -152,6 +153,14 @@ def test_cells_screened_against_a_front_keep_the_cells_dominance_and_bound_their
             whole = t.structure_front_dominated(p, fixed, objectives, front)  # type: ignore[attr-defined]
             assert not whole or dominated.all(), fixed  # True only when every cell is dominated
             assert t.structure_front_dominated(p, fixed, objectives, np.zeros((1, 2)))  # type: ignore[attr-defined]
+            # a front at the least of the structure's row vectors: told dominated whole, and so is every cell
+            fc = t._front_cells(p)  # type: ignore[attr-defined]
+            fs, fp, fl, dbuf = fc._keys(fixed)
+            rows = fc._row_vectors_of(fp, fl, dbuf, objectives)[fc._where(S_PARAMS, fs)]
+            corner = rows[np.isfinite(rows).all(axis=1)].min(axis=0, keepdims=True)
+            if np.isfinite(corner).all():
+                assert t.structure_front_dominated(p, fixed, objectives, corner)  # type: ignore[attr-defined]
+                assert dominated_rows(cells, corner).all(), fixed
             empty = t.structure_front_cells_screened(p, fixed, objectives, None)  # type: ignore[attr-defined]
             assert np.array_equal(empty, cells)
     assert screened_rows > 100  # the row vectors were used (and are below the cells they stand for)
