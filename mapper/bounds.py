@@ -170,6 +170,7 @@ class FrontBounds:
         self._screened = self._cells if isinstance(self._cells, FrontCellScreened) else None
         self._placed = self._cells if isinstance(self._cells, CellOfPoints) else None
         self._kept: OrderedDict[tuple[tuple[str, Choice], ...], np.ndarray | None] = OrderedDict()
+        self._live: OrderedDict[tuple[tuple[str, Choice], ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
 
     @property
     def per_structure(self) -> bool:
@@ -192,7 +193,7 @@ class FrontBounds:
         ):
             return True  # every cell dominated (so lifted to `vec` too), told without the cells
         cells = self._cells_of(fixed, front)
-        return cells is not None and bool(dominated_rows(np.maximum(cells, vec), front).all())
+        return cells is not None and not self._live_cells(fixed, cells, vec, front).any()
 
     def _cells_of(self, fixed: dict[str, Choice], front: np.ndarray) -> np.ndarray | None:
         """The target's cells of the structure (screened against `front` where the target can,
@@ -212,6 +213,27 @@ class FrontBounds:
             self._kept.popitem(last=False)
         return cells
 
+    def _live_cells(
+        self, fixed: dict[str, Choice], cells: np.ndarray, vec: np.ndarray, front: np.ndarray
+    ) -> np.ndarray:
+        """Which `cells` (lifted to the structure's vector `vec`) `front` leaves open, kept per structure like its
+        cells: a cell a front dominated stays dominated by every later front (the front only grows), so a
+        later front tests only the cells the last one left open, and the same front (object) none."""
+        key = tuple(sorted(fixed.items(), key=lambda kv: kv[0]))
+        kept = self._live.get(key)
+        if kept is not None and kept[0] is front:
+            return kept[1]
+        if kept is None:
+            live = ~dominated_rows(np.maximum(cells, vec), front)
+        else:
+            live = kept[1].copy()
+            at = np.flatnonzero(live)
+            live[at] = ~dominated_rows(np.maximum(cells[at], vec), front)
+        self._live[key] = (front, live)
+        if len(self._live) > KEPT_CELLS:
+            self._live.popitem(last=False)
+        return live
+
     def live_points(
         self, fixed: dict[str, Choice], front: np.ndarray | None, codes: dict[str, np.ndarray]
     ) -> np.ndarray | None:
@@ -226,7 +248,7 @@ class FrontBounds:
         cells = self._cells_of(fixed, front)
         if cells is None:
             return None
-        live = ~dominated_rows(np.maximum(cells, self(fixed)), front)
+        live = self._live_cells(fixed, cells, self(fixed), front)
         if live.all():
             return None
         if not live.any():  # (no point's cell needed)

@@ -36,7 +36,10 @@ cells' vectors too, and those cells keep the row vector (still below their point
 other rows are computed as above. A dominance test against that front (or a later one, which
 dominates it) then has the outcome of the cells' own, at the price of rows rather than cells for the
 dominated rows: a structure's rows are its cells over the lane choices (11 to 44 each). The row
-vectors of every stage-1 row are kept per fixed packet, lane and buffering choices (`KEPT_ROW_BYTES`).
+vectors of every stage-1 row are kept per fixed packet, lane and buffering choices (`KEPT_ROW_BYTES`),
+and so is the last structure's row test against a front (the mapper asks `dominated`, then `screened`
+with the same front) and the cells of the last pattern of read-only point columns (every structure's
+sub-space shares one: `cell_of_points`).
 """
 
 from __future__ import annotations
@@ -77,6 +80,10 @@ class FrontCells:
     _index: dict[tuple[str, Key], np.ndarray] = field(default_factory=dict)
     _lane_least: dict[Key, dict[str, np.ndarray]] = field(default_factory=dict)
     _row_vectors: OrderedDict[tuple[object, ...], np.ndarray] = field(default_factory=OrderedDict)
+    # the last `dominated` test: (structure, objectives, front) and which of its row vectors that front dominates
+    _last: tuple[tuple[object, ...], np.ndarray, np.ndarray] | None = None
+    # the last points placed in cells: (free parameters, their code columns) and the points' cells
+    _placed: tuple[tuple[str, ...], tuple[np.ndarray, ...], np.ndarray] | None = None
 
     def __call__(self, fixed: dict[str, Choice], objectives: tuple[str, ...]) -> np.ndarray | None:
         """The cells' bound vectors (cells x objectives, in `objectives` order), or None for other objectives.
@@ -97,20 +104,20 @@ class FrontCells:
         live: np.ndarray | slice = slice(None)
         if front is not None and len(front):
             coarse = self._row_vectors_of(fp, fl, dbuf, objectives)[rows]
-            live = np.flatnonzero(~dominated_rows(coarse, front))
+            live = np.flatnonzero(~self._rows_dominated(fixed, objectives, coarse, front))
             out = np.repeat(coarse, len(lanes), axis=0).reshape(len(rows), len(lanes), len(objectives))
             if not live.size:
                 return out.reshape(-1, len(objectives))
         else:
             out = np.empty((len(rows), len(lanes), len(objectives)))
         s = rows[live]
-        qn, n_s, n_l = self.term.tables.qn, self.term.tables.n_s, self.term.tables.n_l
-        at = np.ix_(s, lanes)
+        qn, n_l = self.term.tables.qn, self.term.tables.n_l
+        at = (s[:, None] * n_l + lanes[None, :]).reshape(-1)  # the cells' flat positions in the [s, l] tables
         gathered: dict[str, np.ndarray] = {}
 
         def n(name: str) -> np.ndarray:  # the cells' lane term: [rows, lanes]
             if name not in gathered:
-                gathered[name] = qn[name].reshape(n_s, n_l)[at]
+                gathered[name] = np.ravel(qn[name]).take(at).reshape(len(s), len(lanes))
             return gathered[name]
 
         pk = {k: v[s] for k, v in self._least_packets(fp).items()}
@@ -125,7 +132,20 @@ class FrontCells:
             return False
         fs, fp, fl, dbuf = self._keys(fixed)
         rows = self._row_vectors_of(fp, fl, dbuf, objectives)[self._where(S_PARAMS, fs)]
-        return bool(dominated_rows(rows, front).all())
+        return bool(self._rows_dominated(fixed, objectives, rows, front).all())
+
+    def _rows_dominated(
+        self, fixed: dict[str, Choice], objectives: tuple[str, ...], rows: np.ndarray, front: np.ndarray
+    ) -> np.ndarray:
+        """Which of the structure's row vectors `rows` `front` dominates; the last answer is kept, so `screened`
+        right after `dominated`, with the same front object, does not test the rows again."""
+        key = (tuple(sorted(fixed.items())), objectives)
+        last = self._last
+        if last is not None and last[0] == key and last[1] is front:
+            return last[2]
+        mask = dominated_rows(rows, front)
+        self._last = (key, front, mask)
+        return mask
 
     @staticmethod
     def _keys(fixed: dict[str, Choice]) -> tuple[Key, Key, Key, bool | None]:
@@ -263,5 +283,17 @@ class FrontCells:
         free = [nm for nm in (*S_PARAMS, *L_PARAMS) if nm not in fixed]
         if not free:
             return np.zeros(len(next(iter(codes.values()))), dtype=np.intp)
+        cols = tuple(codes[nm] for nm in free)
+        placed = self._placed  # every structure's sub-space shares one pattern of columns: placed once
+        if (
+            placed is not None
+            and placed[0] == tuple(free)
+            and all(a is b for a, b in zip(placed[1], cols, strict=True))
+        ):
+            return placed[2]
         sizes = tuple(len(self.term.codes[nm]) for nm in free)
-        return np.ravel_multi_index(tuple(np.asarray(codes[nm], dtype=np.intp) for nm in free), sizes)
+        at = np.ravel_multi_index(tuple(np.asarray(c, dtype=np.intp) for c in cols), sizes)
+        if not any(np.asarray(c).flags.writeable for c in cols):  # read-only columns cannot change under the key
+            at.flags.writeable = False
+            self._placed = (tuple(free), cols, at)
+        return at

@@ -164,3 +164,60 @@ def test_cells_screened_against_a_front_keep_the_cells_dominance_and_bound_their
             empty = t.structure_front_cells_screened(p, fixed, objectives, None)  # type: ignore[attr-defined]
             assert np.array_equal(empty, cells)
     assert screened_rows > 100  # the row vectors were used (and are below the cells they stand for)
+
+
+def test_answers_kept_between_calls_equal_the_answers_worked_out_afresh() -> None:
+    """What the cells keep between calls (the last row dominance test, the points' cells of a shared pattern of
+    columns, each structure's open cells) gives what a fresh computation gives: for the same front object, for
+    another front, for a front grown from the last one, and for columns that change."""
+    from costmodels.rngd.front_bound import FrontCells
+
+    t = get_target("rngd")
+    rng = np.random.default_rng(7)
+    objectives = ("latency", "footprint")
+    p = PROBLEMS["gemm"]
+    space = t.space(p)
+    structural, inner = split_params(space, 65536)
+    ev = Evaluator(t, p, space, objectives, Encoding.of(structural), tuple(q.name for q in inner))
+    names = [q.name for q in structural]
+    fc = t._front_cells(p)  # type: ignore[attr-defined]
+    fb = FrontBounds(t, p, objectives)
+    reused = opened = 0
+    for key in itertools.product(*(q.choices for q in structural)):
+        fixed = dict(zip(names, key, strict=True))
+        cells = t.structure_front_cells(p, fixed, objectives)  # type: ignore[attr-defined]
+        finite = cells[np.isfinite(cells).all(axis=1)]
+        if len(finite) < 2:
+            continue
+        front = finite[rng.choice(len(finite), size=2, replace=False)] * rng.uniform(0.95, 1.2, 2)
+        other = front * 1.5  # another front object, other values: the kept row test must not answer for it
+        fc.dominated(fixed, objectives, front)
+        assert np.array_equal(
+            np.asarray(fc.screened(fixed, objectives, front)),
+            np.asarray(FrontCells(fc.term).screened(fixed, objectives, front)),
+        )
+        fc.dominated(fixed, objectives, front)
+        assert np.array_equal(
+            np.asarray(fc.screened(fixed, objectives, other)),
+            np.asarray(FrontCells(fc.term).screened(fixed, objectives, other)),
+        )
+        # the open cells: kept for the same front, narrowed for a grown one, as found afresh
+        codes = ev._codes(fixed)
+        grown = np.concatenate([front, front * rng.uniform(0.9, 1.0, (len(front), 2))])
+        fb.out(fixed, front)
+        first = fb.live_points(fixed, front, codes)
+        later = fb.live_points(fixed, grown, codes)
+        for got, fr in ((first, front), (later, grown)):
+            want = FrontBounds(t, p, objectives).live_points(fixed, fr, codes)
+            assert (got is None and want is None) or np.array_equal(np.asarray(got), np.asarray(want)), fixed
+        reused += first is not None
+        opened += later is not None and first is not None and int(later.sum()) < int(first.sum())
+        # the points' cells: the same for the shared read-only pattern, and for writable columns that change
+        at = fc.cell_of_points(fixed, codes)
+        assert at is fc.cell_of_points(fixed, codes)
+        mine = {k: np.array(v) for k, v in codes.items()}
+        free = [nm for nm in names + [q.name for q in inner] if nm not in fixed and nm in mine]
+        assert np.array_equal(fc.cell_of_points(fixed, mine), at)
+        mine[free[0]][:] = mine[free[0]][::-1]
+        assert np.array_equal(fc.cell_of_points(fixed, mine), FrontCells(fc.term).cell_of_points(fixed, mine))
+    assert reused > 10 and opened > 0  # both kept paths ran
