@@ -153,6 +153,14 @@ def live_structures(
 KEPT_CELLS = 256
 
 
+def grown_from(front: np.ndarray, earlier: np.ndarray) -> bool:
+    """True when `front` dominates (within `RTOL`) every point of `earlier`, so whatever `earlier` dominates.
+
+    A search's front only grows, so a cell an earlier front dominated need not be tested again
+    (`FrontBounds` keeps such answers; a front that did not grow from the kept one is tested afresh)."""
+    return front is earlier or len(earlier) == 0 or bool(dominated_rows(earlier, front).all())
+
+
 class FrontBounds:
     """Bound vectors of structures for several objectives, and the dominance test that bounds them out.
 
@@ -223,7 +231,7 @@ class FrontBounds:
         kept = self._live.get(key)
         if kept is not None and kept[0] is front:
             return kept[1]
-        if kept is None:
+        if kept is None or not grown_from(front, kept[0]):
             live = ~dominated_rows(np.maximum(cells, vec), front)
         else:
             live = kept[1].copy()

@@ -191,7 +191,7 @@ class Evaluator:
         front = both[pareto_front(both)]
         if self.front_values is None or not np.array_equal(front, self.front_values):
             self._version += 1
-        self.front_values = front
+            self.front_values = front  # (unchanged: the same object, which the bounds' kept answers are keyed by)
 
     def _bound(self, fixed: dict[str, Choice]) -> Outcome | None:
         """The outcome of a structure bounded out by the best found or the front (None: it must be scored)."""
