@@ -38,18 +38,20 @@ def spread_factor(sizes: list[np.ndarray], f: np.ndarray, *, inner: bool) -> lis
     An axis that is at least the remaining factor takes all of it; a smaller axis that divides the
     remaining factor is taken whole; otherwise the axis takes the whole remaining factor, padded.
     """
-    out = [np.ones_like(f) for _ in sizes]
-    rem = f.copy()
-    order = range(len(sizes) - 1, -1, -1) if inner else range(len(sizes))
+    order = list(range(len(sizes) - 1, -1, -1) if inner else range(len(sizes)))
+    out: list[np.ndarray | None] = [None] * len(sizes)
+    rem = f
     for i in order:
+        if not (rem > 1).any():  # the whole factor placed: every axis left takes 1
+            break
         s = sizes[i]
         done = rem <= 1
         big = s >= rem
-        div = (rem % np.maximum(s, 1)) == 0
-        take = np.where(done, 1, np.where(big, rem, np.where(div, s, rem)))
-        out[i] = take
-        rem = np.where(done | big | ~div, 1, rem // np.maximum(s, 1))
-    return out
+        quot, left = np.divmod(rem, np.maximum(s, 1))
+        div = left == 0
+        out[i] = np.where(done, 1, np.where(big, rem, np.where(div, s, rem)))
+        rem = np.where(done | big | ~div, 1, quot)
+    return [np.ones_like(f) if o is None else o for o in out]  # (an axis the factor does not reach takes 1)
 
 
 def _ceil(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -105,10 +105,10 @@ def build_tables(problem: Problem, hw: RngdHardware, space: SearchSpace) -> Tabl
                         pa["packet_free"], shift_a)  # fmt: skip
     if any((fp[f"pkt:{a}"] != 1).any() for a in r.axes["n"]):
         return None  # an N axis in the packet: the lane terms would depend on packet choices
-    exact = bool((packet_quantities(hw, consts_of(problem, hw, r), r, fp, pa["packet_free"], shift_a,
-                                    pa["inner"] == "n")["rem"] != 0).any())  # fmt: skip
+    # (`packet_quantities` reads only the weight width of the constants, which `exact_windows` leaves alone)
+    qa = packet_quantities(hw, consts_of(problem, hw, r), r, fp, pa["packet_free"], shift_a, pa["inner"] == "n")
+    exact = bool((qa["rem"] != 0).any())
     k = consts_of(problem, hw, r, exact_windows=exact)
-    qa = packet_quantities(hw, k, r, fp, pa["packet_free"], shift_a, pa["inner"] == "n")
     bad_a = np.repeat(qs["bad:shards"], n_p)
     for key, v in qa.items():
         if key.startswith("bad:"):
