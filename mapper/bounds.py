@@ -178,7 +178,10 @@ class FrontBounds:
         self._screened = self._cells if isinstance(self._cells, FrontCellScreened) else None
         self._placed = self._cells if isinstance(self._cells, CellOfPoints) else None
         self._kept: OrderedDict[tuple[tuple[str, Choice], ...], np.ndarray | None] = OrderedDict()
-        self._live: OrderedDict[tuple[tuple[str, Choice], ...], tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        # each structure's open cells: (the front, the structure's vector, which cells they leave open)
+        self._live: OrderedDict[tuple[tuple[str, Choice], ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = (
+            OrderedDict()
+        )
 
     @property
     def per_structure(self) -> bool:
@@ -225,19 +228,22 @@ class FrontBounds:
         self, fixed: dict[str, Choice], cells: np.ndarray, vec: np.ndarray, front: np.ndarray
     ) -> np.ndarray:
         """Which `cells` (lifted to the structure's vector `vec`) `front` leaves open, kept per structure like its
-        cells: a cell a front dominated stays dominated by every later front (the front only grows), so a
-        later front tests only the cells the last one left open, and the same front (object) none."""
+        cells. Every vector asked with is a bound of the structure's points, so the larger of two is one too; and
+        a cell a front dominated stays dominated by every later front (the front only grows). So against a
+        front grown from the kept one, only the cells left open are tested again, lifted to the larger of the
+        two vectors; with the same front (object) and no higher vector, none. Otherwise all are."""
         key = tuple(sorted(fixed.items(), key=lambda kv: kv[0]))
         kept = self._live.get(key)
-        if kept is not None and kept[0] is front:
-            return kept[1]
         if kept is None or not grown_from(front, kept[0]):
             live = ~dominated_rows(np.maximum(cells, vec), front)
         else:
-            live = kept[1].copy()
+            if kept[0] is front and (vec <= kept[1]).all():
+                return kept[2]
+            vec = np.maximum(vec, kept[1])
+            live = kept[2].copy()
             at = np.flatnonzero(live)
             live[at] = ~dominated_rows(np.maximum(cells[at], vec), front)
-        self._live[key] = (front, live)
+        self._live[key] = (front, np.array(vec, dtype=np.float64), live)
         if len(self._live) > KEPT_CELLS:
             self._live.popitem(last=False)
         return live

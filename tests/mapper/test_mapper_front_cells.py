@@ -182,7 +182,7 @@ def test_answers_kept_between_calls_equal_the_answers_worked_out_afresh() -> Non
     names = [q.name for q in structural]
     fc = t._front_cells(p)  # type: ignore[attr-defined]
     fb = FrontBounds(t, p, objectives)
-    reused = opened = 0
+    reused = opened = lifted = 0
     for key in itertools.product(*(q.choices for q in structural)):
         fixed = dict(zip(names, key, strict=True))
         cells = t.structure_front_cells(p, fixed, objectives)  # type: ignore[attr-defined]
@@ -216,6 +216,13 @@ def test_answers_kept_between_calls_equal_the_answers_worked_out_afresh() -> Non
         want = FrontBounds(t, p, objectives).live_points(fixed, front * 2, codes)
         if weaker is not None:
             assert want is not None and not (want & ~weaker).any(), fixed
+        # a higher vector than the one the open cells were kept at: they are tested again at it
+        fresh, kept = FrontBounds(t, p, objectives), FrontBounds(t, p, objectives)
+        corner = np.array([[finite[:, 0].min(), np.median(finite[:, 1])]])  # no slower than any cell
+        high = np.array([0.0, finite[:, 1].max() * 2])  # lifts every cell above the corner (itself not dominated)
+        kept.out(fixed, corner, np.zeros(2))
+        assert kept.out(fixed, corner, high) == fresh.out(fixed, corner, high), fixed
+        lifted += fresh.out(fixed, corner, high) and not FrontBounds(t, p, objectives).out(fixed, corner, np.zeros(2))
         reused += first is not None
         opened += later is not None and first is not None and int(later.sum()) < int(first.sum())
         # the points' cells: the same for the shared read-only pattern, and for writable columns that change
@@ -226,4 +233,4 @@ def test_answers_kept_between_calls_equal_the_answers_worked_out_afresh() -> Non
         assert np.array_equal(fc.cell_of_points(fixed, mine), at)
         mine[free[0]][:] = mine[free[0]][::-1]
         assert np.array_equal(fc.cell_of_points(fixed, mine), FrontCells(fc.term).cell_of_points(fixed, mine))
-    assert reused > 10 and opened > 0  # both kept paths ran
+    assert reused > 10 and opened > 0 and lifted > 0  # each kept path ran
