@@ -164,6 +164,8 @@ def grown_from(front: np.ndarray, earlier: np.ndarray) -> bool:
 class FrontBounds:
     """Bound vectors of structures for several objectives, and the dominance test that bounds them out.
 
+    Also one objective other than latency that the target bounds cell by cell (best-first): the front is then
+    the best point found, and a structure is out when each of its cells' floors is no lower.
     `cells` False: the structure's single vector only, as before the cells (for comparisons).
     """
 

@@ -27,10 +27,10 @@ bounded keep the generic bound (the roofline, admissible for all), one structure
 certificate's remaining bound is that generic bound.
 
 Several objectives: the structure's bound vector is its latency bound beside floors that hold for
-the whole problem (`mapper.bounds.FrontBounds`), so the vectors of the structures left only grow
-along latency; once the merged front dominates the next structure's vector it dominates every
-later one, and the front is the exact Pareto front over the space (weak dominance: a point with
-a front point's values adds no value). The visit order and the stop are otherwise the same.
+the whole problem (`mapper.bounds.FrontBounds`, and the target's cells); once the merged front
+dominates the next structure's vector it dominates every later one, and the front is the exact
+Pareto front over the space (weak dominance). One objective other than latency that the target
+bounds cell by cell goes the same way, the best point its one-point front.
 
 Warm starts (one objective, latency): the target's rule-of-thumb structures are scored first, each
 only while its bound is below the best found. When the best then reaches the whole problem's
@@ -56,7 +56,7 @@ import numpy as np
 from costmodels.cancel import Cancelled, cancellable
 from costmodels.protocol import Choice, Param, SearchSpace, Target
 from costmodels.structure_bound import StructureBulkBounded
-from mapper.bounds import RTOL, FrontBounds, FrontCellBlocks, StructureBounds, space_text
+from mapper.bounds import RTOL, FrontBounds, FrontCellBlocks, FrontCellBounded, StructureBounds, space_text
 from mapper.planning import DEFAULT_INNER
 from mapper.result import Certificate, TrialCounts, ViolationCount
 from mapper.settings import SearchSettings, StopReason
@@ -170,7 +170,10 @@ class BestFirst(Strategy):
             inner_points = settings.inner_points if settings.inner_points is not None else DEFAULT_INNER
         # the visit order: latency bounds when latency is asked (the only objective with per-structure bounds)
         objective = "latency" if "latency" in settings.objectives else settings.objectives[0]
-        preferred = bulk_params(problem, target, space) if objective == "latency" else None
+        # (one objective but latency bounded by cells: as several; the bulk order where cells make a pass, `front_pass`)
+        by_cells = settings.multi_objective or (objective != "latency" and isinstance(target, FrontCellBounded))
+        bulk = objective == "latency" or (by_cells and isinstance(target, FrontCellBlocks))
+        preferred = bulk_params(problem, target, space) if bulk else None
         if preferred is not None:
             structural = tuple(p for p in space.params if p.name in preferred)
             inner = tuple(p for p in space.params if p.name not in preferred)
@@ -178,7 +181,7 @@ class BestFirst(Strategy):
             structural, inner = split_params(space, inner_points)
         names = tuple(p.name for p in structural)
         bounds = StructureBounds(target, problem, objective)
-        front_bounds = FrontBounds(target, problem, settings.objectives) if settings.multi_objective else None
+        front_bounds = FrontBounds(target, problem, settings.objectives) if by_cells else None
         ev = Evaluator(
             target, problem, space, settings.objectives, Encoding.of(structural), tuple(p.name for p in inner),
             front_bounds=front_bounds,
@@ -216,6 +219,7 @@ class BestFirst(Strategy):
         next_bound: float | None = None
         ordered = reason is None
         self.bound_seconds, bounded, skipped = 0.0, 0, 0  # the ordered pass's, then the floors' (`table`)
+        dropped: set[tuple[Choice, ...]] = set()  # structures out one by one: every cell dominated (several objectives)
         floored: Floored | None = None
         live: LivePass | None = None
         if ordered:
@@ -229,12 +233,14 @@ class BestFirst(Strategy):
                 if front_bounds is not None and isinstance(target, FrontCellBlocks):  # (`front_pass`)
                     cells = target
                     live = LivePass(
-                        flat, structural, ev, settings.objectives.index("latency"),
+                        flat, structural, ev,
+                        settings.objectives.index("latency") if "latency" in settings.objectives else -1,
                         lambda front: cells.structure_front_cell_blocks(problem, names, settings.objectives, front),
                         seen,
                         lambda: time.perf_counter() > deadline or (watch is not None and watch.cancelled()),
                         (lambda: seed_structures(flat, objective_floors(target, problem, names, settings.objectives)),
                          visit),
+                        dropped,
                     )  # fmt: skip
                     order = live.visits(order)
                 visits, bounded = ((k, b, True) for k, b in order), total
@@ -270,16 +276,17 @@ class BestFirst(Strategy):
                     if front_bounds.out(
                         fixed, ev.front_values, front_bounds.with_latency(max(raw_bound, bounds.whole()))
                     ):
-                        skipped += 1
+                        dropped.add(key)
                         continue
                     raw_bound = floored.exact(key)
                 vec = front_bounds.with_latency(max(raw_bound, bounds.whole())) if front_bounds else None
                 if front_bounds is not None and front_bounds.out(fixed, ev.front_values, vec):
-                    skipped += 1  # every cell dominated: out, but a later structure's cells may not be
+                    dropped.add(key)  # every cell dominated: out, but a later structure's cells may not be
                     continue
                 visit(key)
             else:
                 reason = "space-exhausted"
+            skipped = len(dropped)
             if live is not None:
                 skipped += live.pruned  # dominated cell by cell in the pass: out for good
                 self.bound_seconds += live.seconds
@@ -334,7 +341,8 @@ class BestFirst(Strategy):
                 else ""
             )
             notes.append(
-                f"after {live.after - live.seeded:,} structures proved the least latency"
+                f"after {live.after - live.seeded:,} structures "
+                f"{'proved the least latency' if live.at >= 0 else 'in latency-bound order'}"
                 f"{f' and {live.seeded:,} seeds along the front were scored' if live.seeded else ''}, a pass over "
                 "every structure's cells "
                 f"left {live.live:,} whose cells the front did not dominate; the other "

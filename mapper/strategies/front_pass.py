@@ -37,6 +37,8 @@ REPASS_PAYS = 2.0
 AHEAD = 64
 #: structures visited per objective with floors before the first pass (`seed_structures`)
 SEEDS = 64
+#: without latency among the objectives: structures visited in latency-bound order before the first pass
+BEFORE_PASS = 64
 
 Blocks = Callable[[np.ndarray], Iterator[tuple[int, np.ndarray]] | None]  # given the front
 
@@ -92,9 +94,12 @@ class LivePass:
         seen: set[tuple[Choice, ...]],
         stop: Callable[[], bool],
         seeds: tuple[Callable[[], np.ndarray], Callable[[tuple[Choice, ...]], None]] | None = None,
+        dropped: set[tuple[Choice, ...]] | None = None,
     ) -> None:
         self.flat, self.structural, self.ev, self.at = flat, structural, ev, latency_at
         self.blocks, self.seen, self.stop, self.seeds = blocks, seen, stop, seeds
+        # structures the search left out one by one (every cell dominated at their turn): decided, like those seen
+        self.dropped = dropped if dropped is not None else set()
         self.seeded = 0  # structures visited by `seeds` before the first pass
         self.pruned, self.seconds, self.after = 0, 0.0, 0
         self.live: int | None = None
@@ -109,11 +114,17 @@ class LivePass:
         return int(np.ravel_multi_index(codes, tuple(len(p.choices) for p in self.structural)))
 
     def visits(self, ordered: Iterator[tuple[tuple[Choice, ...], float]]) -> Iterator[tuple[tuple[Choice, ...], float]]:
-        """(structure, latency bound) in ascending bound order; after the pass, the live ones only."""
-        for key, bound in ordered:
+        """(structure, latency bound) in ascending bound order; after the pass, the live ones only.
+
+        The pass runs once the best latency is proven, or, when latency is not an objective (`latency_at`
+        -1), after the first `BEFORE_PASS` structures (the fastest-bounded ones give the front a start)."""
+        for before, (key, bound) in enumerate(ordered):
             front = self.ev.front_values
-            if front is not None and len(front) and bound * (1 + RTOL) >= float(front[:, self.at].min()):
-                break  # the best latency is proven: the pass, then the live structures from here on
+            if front is not None and len(front):
+                if self.at < 0 and before >= BEFORE_PASS:
+                    break
+                if self.at >= 0 and bound * (1 + RTOL) >= float(front[:, self.at].min()):
+                    break  # the best latency is proven: the pass, then the live structures from here on
             yield key, bound
         else:
             return
@@ -122,7 +133,7 @@ class LivePass:
             for i in which().tolist():
                 if self.stop():
                     break
-                if self.key(i) not in self.seen:
+                if self.key(i) not in self.seen and self.key(i) not in self.dropped:
                     visit(self.key(i))
                     self.seeded += 1
             front = self.ev.front_values if self.ev.front_values is not None else front
@@ -134,10 +145,10 @@ class LivePass:
             yield key, bound
             yield from ordered
             return
-        scored = [self.index(k) for k in self.seen]
-        self.after = len(scored)
-        self.pruned = int((~live).sum()) - int((~live[scored]).sum()) if scored else int((~live).sum())
-        live[scored] = False
+        decided = [self.index(k) for k in self.seen | self.dropped]  # counted already: scored or left out
+        self.after = len(self.seen)
+        self.pruned = int((~live).sum()) - int((~live[decided]).sum()) if decided else int((~live).sum())
+        live[decided] = False
         idx = np.flatnonzero(live)
         self.live = int(idx.size)
         yield from self._live_visits(idx[np.argsort(self.flat[idx], kind="stable")], live, front)

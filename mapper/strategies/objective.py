@@ -383,7 +383,10 @@ class Evaluator:
         values = tuple(float(x) for x in vals[i])
         if not all(math.isfinite(x) for x in values):
             return Outcome(None, None, (("non-finite", "the model returned a non-finite cost"),))
-        return Outcome(point_at(self.space, codes, i), values)
+        point = point_at(self.space, codes, i)
+        if self.front_bounds is not None:  # one objective bounded cell by cell: its "front" is the best point
+            return Outcome(point, values, front=[(point, values)])
+        return Outcome(point, values)
 
     def merged_front(self) -> list[tuple[dict[str, Choice], tuple[float, ...]]]:
         """The Pareto front of every scored structure's front: exact over what was scored, no duplicate value.
