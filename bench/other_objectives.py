@@ -20,15 +20,14 @@ import sys
 import time
 from pathlib import Path
 
+from bench.two_objectives import TIMED
+
 SETS = ("offchip_bytes", "energy", "footprint", "energy+footprint", "offchip_bytes+footprint")
 
-#: run in a fresh process with the tree's root first on the path: only APIs both trees have
-MEASURE = """
-import json, sys, time
-from costmodels.registry import get_target
-from bench.search_strategies import largest_layers
-from mapper.search import tune
-from mapper.settings import SearchSettings
+#: run in a fresh process with the tree's root first on the path (`TIMED`: only APIs both trees have)
+MEASURE = (
+    TIMED
+    + """
 preset, index, budget, sets = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4].split(",")
 target = get_target(preset)
 problem = largest_layers(target, 2)[index]
@@ -36,12 +35,7 @@ tune(problem, target, SearchSettings(strategy="bestfirst", max_seconds=600), val
 out = {"label": problem.label, "rows": {}}
 for name in sets:
     objs = tuple(name.split("+"))
-    best = None
-    for _ in range(2):
-        t0 = time.perf_counter()
-        r = tune(problem, target, SearchSettings(objectives=objs, max_seconds=budget), validate=False)
-        dt = time.perf_counter() - t0
-        best = dt if best is None else min(best, dt)
+    best, r = timed(problem, target, objs, budget)
     cert = r.certificate
     out["rows"][name] = {
         "seconds": best, "proven": bool(r.proven_optimal),
@@ -50,6 +44,7 @@ for name in sets:
     }
 print(json.dumps(out))
 """
+)
 
 
 def measure(root: Path, preset: str, index: int, budget: float, sets: list[str]) -> dict[str, object]:

@@ -24,25 +24,35 @@ import sys
 import time
 from pathlib import Path
 
-#: run in a fresh process with the tree's root first on the path: only APIs both trees have
-MEASURE = """
+#: the start of a measurement run in another tree's process: only APIs both trees have; `timed` is the best of
+#: two runs of ``auto`` on `objs` (seconds) and the last run's result
+TIMED = """
 import json, sys, time
 from costmodels.registry import get_target
 from bench.search_strategies import largest_layers
 from mapper.search import tune
 from mapper.settings import SearchSettings
-preset, index, layers, budget, second = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
-target = get_target(preset)
-problem = largest_layers(target, layers)[index]
-tune(problem, target, SearchSettings(strategy="bestfirst", max_seconds=600), validate=False)  # tables, untimed
-out = {"label": problem.label or problem.summary()[:30]}
-for name, objs in (("one", ("latency",)), ("two", ("latency", second))):
+def timed(problem, target, objs, budget):
     best = None
     for _ in range(2):
         t0 = time.perf_counter()
         r = tune(problem, target, SearchSettings(objectives=objs, max_seconds=budget), validate=False)
         dt = time.perf_counter() - t0
         best = dt if best is None else min(best, dt)
+    return best, r
+"""
+
+#: run in a fresh process with the tree's root first on the path
+MEASURE = (
+    TIMED
+    + """
+preset, index, layers, budget, second = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+target = get_target(preset)
+problem = largest_layers(target, layers)[index]
+tune(problem, target, SearchSettings(strategy="bestfirst", max_seconds=600), validate=False)  # tables, untimed
+out = {"label": problem.label or problem.summary()[:30]}
+for name, objs in (("one", ("latency",)), ("two", ("latency", second))):
+    best, r = timed(problem, target, objs, budget)
     out[name] = best
     if name == "two":
         out["front"] = len(r.pareto)
@@ -51,6 +61,7 @@ for name, objs in (("one", ("latency",)), ("two", ("latency", second))):
         out["left"] = None if r.certificate is None else r.certificate.unexplored
 print(json.dumps(out))
 """
+)
 
 
 def measure(
