@@ -212,7 +212,8 @@ class BestFirst(Strategy):
         if self.floors and objective == "latency" and floor_params(problem, target, bounds):
             table = FloorTable(target, problem, structural, bounds)
         reason: StopReason | None = None
-        if settings.warm_start and objective == "latency" and not settings.multi_objective:
+        warmed = settings.warm_start and objective == "latency" and not settings.multi_objective
+        if warmed:
             reason = self._warm(problem, target, space, names, bounds, ev, seen, visit, stop_between, watch, table)
         if reason is None and watch is not None and watch.cancelled():  # before bounding every structure
             reason = "cancelled"
@@ -324,7 +325,7 @@ class BestFirst(Strategy):
             f"whose floor came first, took {self.bound_seconds:.3f} s"
         )
         how = (
-            f"{visited:,} scored ({'warm starts first, then ' if settings.warm_start else ''}by ascending "
+            f"{visited:,} scored ({'warm starts first, then ' if warmed else ''}by ascending "
             f"{'floor' if floored is not None and front_bounds is not None else 'bound'}; "
             f"{bounding})"
             if ordered
@@ -335,18 +336,16 @@ class BestFirst(Strategy):
         split = f"the structures of {target.name}'s structural parameters {names}" if preferred else "structures"
         notes = [f"best-first over {total:,} {split} of {cert.inner_points:,} points: {how}"]
         if live is not None and live.live is not None:
-            again = (
-                f"; {live.passes:,} more passes as the front grew left out {live.later:,} of those"
-                if live.passes
-                else ""
-            )
+            again = f"; {live.passes:,} more passes as the front grew left out {live.later:,} of those"
             notes.append(
                 f"after {live.after - live.seeded:,} structures "
                 f"{'proved the least latency' if live.at >= 0 else 'in latency-bound order'}"
                 f"{f' and {live.seeded:,} seeds along the front were scored' if live.seeded else ''}, a pass over "
                 "every structure's cells "
-                f"left {live.live:,} whose cells the front did not dominate; the other "
-                f"{live.pruned - live.later:,} were pruned by bound{again} (passes: {live.seconds:.3f} s)"
+                f"left {live.live:,} whose cells the {'front' if len(settings.objectives) > 1 else 'best'} did not "
+                "dominate; the other "
+                f"{live.pruned - live.later:,} were pruned by bound{again if live.passes else ''} "
+                f"(passes: {live.seconds:.3f} s)"
             )
         notes.extend(certificate_notes(cert, point is not None))
         return Searched(

@@ -46,3 +46,14 @@ def test_bestfirst_proves_the_enumerations_optimum_and_leaves_structures_out_by_
     assert cert.scored + cert.pruned_by_bound == cert.structures_total
     assert cert.pruned_by_bound > 0  # the cells' floors left structures out unscored
     assert "within a structure, the target's cells" in cert.bound_source
+
+
+def test_the_notes_say_how_a_trainium_search_without_latency_ran() -> None:
+    """No warm start is claimed (they serve latency alone), the pass came after structures in latency-bound order,
+    and with one objective the cells were tested against the best found, not a front."""
+    make, problem = CASES["trn1"]
+    r = tune(problem, make(), SearchSettings(strategy="bestfirst", objectives=("energy",)), validate=False)
+    text = " ".join(r.notes)
+    assert "warm starts first" not in text
+    assert "structures in latency-bound order, a pass over every structure's cells" in text
+    assert "whose cells the best did not dominate" in text
