@@ -220,7 +220,7 @@ class BestFirst(Strategy):
         next_bound: float | None = None
         ordered = reason is None
         self.bound_seconds, bounded, skipped = 0.0, 0, 0  # the ordered pass's, then the floors' (`table`)
-        dropped: set[tuple[Choice, ...]] = set()  # structures out one by one: every cell dominated (several objectives)
+        dropped: set[tuple[Choice, ...]] = set()  # structures out one by one: every cell dominated (`front_bounds`)
         floored: Floored | None = None
         live: LivePass | None = None
         if ordered:
