@@ -208,13 +208,18 @@ class FrontBounds:
         cells = self._cells_of(fixed, front)
         return cells is not None and not self._live_cells(fixed, cells, vec, front).any()
 
+    @staticmethod
+    def _key(fixed: dict[str, Choice]) -> tuple[tuple[str, Choice], ...]:
+        """A structure's key in what is kept of it (`_cells_of`, `_live_cells`): its fixed choices by name."""
+        return tuple(sorted(fixed.items(), key=lambda kv: kv[0]))
+
     def _cells_of(self, fixed: dict[str, Choice], front: np.ndarray) -> np.ndarray | None:
         """The target's cells of the structure (screened against `front` where the target can,
         `FrontCellScreened`), the last `KEPT_CELLS` structures' kept (`out` then `live_points` ask for them,
         and a visit after `Evaluator.score_ahead` asked for them too): cells screened against an earlier
         front are tested against a later one, which dominates each point of it (the front only grows)."""
         assert self._cells is not None
-        key = tuple(sorted(fixed.items(), key=lambda kv: kv[0]))
+        key = self._key(fixed)
         if key in self._kept:
             return self._kept[key]
         if self._screened is not None:
@@ -234,7 +239,7 @@ class FrontBounds:
         a cell a front dominated stays dominated by every later front (the front only grows). So against a
         front grown from the kept one, only the cells left open are tested again, lifted to the larger of the
         two vectors; with the same front (object) and no higher vector, none. Otherwise all are."""
-        key = tuple(sorted(fixed.items(), key=lambda kv: kv[0]))
+        key = self._key(fixed)
         kept = self._live.get(key)
         if kept is None or not grown_from(front, kept[0]):
             live = ~dominated_rows(np.maximum(cells, vec), front)
