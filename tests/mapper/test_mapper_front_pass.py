@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 
@@ -21,6 +20,29 @@ from mapper.strategies.front_pass import LivePass
 N = 10
 #: structure i: latency bound i + 1, one cell (latency i + 1, bytes 100 - 10 i)
 CELLS = np.array([[i + 1.0, 100.0 - 10 * i] for i in range(N)])
+
+
+class Clock:
+    """A clock the pass policy reads (`front_pass.time.perf_counter`) that moves only when told: the passes'
+    and visits' durations are the test's, whatever the machine's load."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+CLOCK = Clock()
+
+
+@pytest.fixture(autouse=True)
+def _clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    CLOCK.now = 0.0
+    monkeypatch.setattr(front_pass, "time", CLOCK)
 
 
 def _run(grown_front: np.ndarray, asked: list[list[int]] | None = None, take: int = 3) -> tuple[list[int], LivePass]:
@@ -37,7 +59,7 @@ def _run(grown_front: np.ndarray, asked: list[list[int]] | None = None, take: in
     flat = CELLS[:, 0].copy()
 
     def blocks(front: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
-        time.sleep(0.002)  # a pass takes some time: the visits after it must take twice that
+        CLOCK.sleep(0.002)  # a pass takes some time: the visits after it must take twice that
         yield 0, CELLS
 
     lp = LivePass(flat, structural, ev, 0, blocks, set(), lambda: False)  # type: ignore[arg-type]
@@ -46,7 +68,7 @@ def _run(grown_front: np.ndarray, asked: list[list[int]] | None = None, take: in
     for key, _ in lp.visits(order):
         visited.append(int(key[0]))
         ev.front_values = grown_front  # the first visit grows the front
-        time.sleep(0.006)
+        CLOCK.sleep(0.006)
     return visited, lp
 
 
