@@ -129,6 +129,12 @@ def objective_floor(problem: Problem, objective: str) -> float:
     return float(problem.min_bytes) if objective == "offchip_bytes" else 0.0
 
 
+def bounded_by_cells(objectives: tuple[str, ...], target: Target) -> bool:
+    """Whether best-first bounds structures by `FrontBounds` (the front, or the best point, against each structure's
+    cells): several objectives, or one other than latency that the target bounds cell by cell."""
+    return len(objectives) > 1 or (objectives[0] != "latency" and isinstance(target, FrontCellBounded))
+
+
 def live_structures(
     blocks: Iterator[tuple[int, np.ndarray]], total: int, front: np.ndarray, stop: Callable[[], bool] | None = None
 ) -> np.ndarray | None:

@@ -6,7 +6,8 @@ structural choices (`mapper.strategies.BestFirst`: structures in ascending bound
 the next bound; it proved more layers than TPE in the same or less time, and with several
 objectives it returns the exact front where TPE's 200 trials did not, README "Search"); each
 structure is a sub-space of at most `inner_size` points (`SearchSettings.inner_points`, or
-`DEFAULT_INNER`). Neither decision reads
+`DEFAULT_INNER`, or `CELLS_INNER` where a structure's cells decide which points are scored). Neither
+decision reads
 a clock: the same request and seed take the same path and split the space the same way on any
 machine, so a search that stops for a reason other than its time budget returns the same answer
 anywhere (issue #12: two runs of one seed used to return 3,988 and 4,645 cycles because the
@@ -23,6 +24,8 @@ import time
 from dataclasses import dataclass
 
 from costmodels.protocol import SearchSpace, Target
+from costmodels.structure_bound import StructureBulkBounded
+from mapper.bounds import CellOfPoints, bounded_by_cells
 from mapper.enumerate import ChunkPlan, Enumeration, chunk_codes
 from mapper.settings import SearchSettings
 from workload.problem import Problem
@@ -30,6 +33,11 @@ from workload.problem import Problem
 #: points of a trial's sub-space when the settings do not fix them: a rule on the space, not the machine
 #: (1 << 16 is what the rate-sized rule chose on every target of the benchmark, at 16-100 M points/s)
 DEFAULT_INNER = 1 << 16
+#: points of a best-first structure's sub-space where its cells decide which points are scored (`cells_decide`):
+#: the structure is then the unit of bookkeeping (a bound vector, a cells test, a visit, a front merge), and four
+#: times fewer of them cost fewer such steps while the cells keep the points scored the same. Measured with
+#: rngd (`bench.cell_structures`, README "Structures of several objectives")
+CELLS_INNER = 1 << 18
 
 
 @dataclass
@@ -74,9 +82,23 @@ def probe(problem: Problem, target: Target, space: SearchSpace, settings: Search
     return Probe(plan, state, blocks, overhead, rate)
 
 
-def inner_size(settings: SearchSettings) -> int:
-    """Points per trial's sub-space: the setting, else `DEFAULT_INNER`; never a measured speed."""
-    return settings.inner_points if settings.inner_points is not None else DEFAULT_INNER
+def inner_size(settings: SearchSettings, target: Target | None = None) -> int:
+    """Points per trial's or structure's sub-space: the setting, else `CELLS_INNER` for best-first on `target` where
+    `cells_decide` holds, else `DEFAULT_INNER`; never a measured speed."""
+    if settings.inner_points is not None:
+        return settings.inner_points
+    return CELLS_INNER if target is not None and cells_decide(settings, target) else DEFAULT_INNER
+
+
+def cells_decide(settings: SearchSettings, target: Target) -> bool:
+    """Whether a best-first structure's cells, not the structure, decide which of its points are scored: the
+    search is bounded by cells (`mapper.bounds.bounded_by_cells`), the target places points in them
+    (`CellOfPoints`) and lets the mapper split the space (not `StructureBulkBounded`, whose structures are its own)."""
+    return (
+        bounded_by_cells(settings.objectives, target)
+        and isinstance(target, CellOfPoints)
+        and not isinstance(target, StructureBulkBounded)
+    )
 
 
 @dataclass
@@ -94,8 +116,9 @@ def resolve_strategy(settings: SearchSettings, space: SearchSpace, problem: Prob
     The probe only informs (`TuneResult.scorer_rate`) and hands its scored chunk to an enumeration.
     """
     if settings.strategy != "auto":
-        return Plan(settings.strategy, None, 0 if settings.strategy == "exhaustive" else inner_size(settings))
+        inner = inner_size(settings, target if settings.strategy == "bestfirst" else None)
+        return Plan(settings.strategy, None, 0 if settings.strategy == "exhaustive" else inner)
     measured = probe(problem, target, space, settings)
     if measured.complete or space.size <= settings.enumerate_limit:
         return Plan("exhaustive", measured, 0)
-    return Plan("bestfirst", measured, inner_size(settings))  # several objectives too: its front is exact
+    return Plan("bestfirst", measured, inner_size(settings, target))  # several objectives too: its front is exact

@@ -8,8 +8,9 @@ A search stops for one of the `StopReason`s below; ``enumerated``, ``space-exhau
 `Certificate` says what it covers; ``proven_optimal`` follows it). ``converged`` is the time-to-result lever: when the
 best has not improved for `patience` trials (or `patience_seconds`), more trials rarely pay, so
 the search returns what it has and says it is not a proof (set ``patience=0`` to spend the whole
-budget). `inner_points` None gives each trial's numpy sub-space `mapper.planning.DEFAULT_INNER`
-points: a rule on the space, so a seeded request searches the same way on any machine.
+budget). `inner_points` None gives each trial's numpy sub-space `mapper.planning.inner_size`'s
+points (`DEFAULT_INNER`, or `CELLS_INNER` in a best-first search whose structures' cells decide what it
+scores): a rule on the space and the target, so a seeded request searches the same way on any machine.
 
 `OBJECTIVES` lists what a request may ask to minimise: the objectives some registered target
 prices (`Target.objectives`); every family prices ``latency``, ``offchip_bytes``, ``footprint`` and
@@ -68,7 +69,8 @@ class SearchSettings(BaseModel):
         ge=0,
         le=1 << 22,
         description="points of a sub-space scored with numpy per trial (0: one point per trial; "
-        "None: mapper.planning.DEFAULT_INNER, a rule on the space, never a measured speed)",
+        "None: 65,536, or 262,144 in a best-first search where the target's cells decide which points "
+        "are scored; a rule on the space and the target, never a measured speed)",
     )
     patience: int = Field(
         default=40,

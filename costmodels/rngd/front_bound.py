@@ -27,15 +27,17 @@ objectives: no cells (None), the mapper's per-structure vector then holds. Check
 points of many structures in ``tests/mapper/test_mapper_front_cells.py``.
 
 *Screened* against a front (`FrontCells.screened`, `mapper.bounds.FrontCellScreened`): each
-stage-1 row's cells first get one *row vector*, the same formulas with every lane term at its least
-over the structure's allowed lanes. Every formula above grows with each lane term (sums, maxima and
+stage-1 row's cells first get one *row vector* per lane group, the same formulas with every lane term
+at its least over the group's lanes (a group: the structure's allowed lanes with every free lane
+parameter but the last fixed, `FrontCells._lane_groups`; one group when at most one is free). Every
+formula above grows with each lane term (sums, maxima and
 products of non-negative packet and lane terms; the TRF and accumulator tests fail at the least
 ``rhn`` or ``hn`` only where they fail at every lane), so a row vector is no worse than any of its
 cells' vectors on every objective. Where the front dominates a row vector it dominates each of its
 cells' vectors too, and those cells keep the row vector (still below their points); the cells of the
 other rows are computed as above. A dominance test against that front (or a later one, which
 dominates it) then has the outcome of the cells' own, at the price of rows rather than cells for the
-dominated rows: a structure's rows are its cells over the lane choices (11 to 44 each). The row
+dominated rows: a row's cells in a group are its cells over that group's lanes (up to 11). The row
 vectors of every stage-1 row are kept per fixed packet, lane and buffering choices (`KEPT_ROW_BYTES`),
 and so is the last structure's row test against a front (the mapper asks `dominated`, then `screened`
 with the same front) and the cells of the last pattern of read-only point columns (every structure's
@@ -44,6 +46,7 @@ sub-space shares one: `cell_of_points`).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import OrderedDict
 from collections.abc import Callable
@@ -80,8 +83,8 @@ class FrontCells:
     _index: dict[tuple[str, Key], np.ndarray] = field(default_factory=dict)
     _lane_least: dict[Key, dict[str, np.ndarray]] = field(default_factory=dict)
     _row_vectors: OrderedDict[tuple[object, ...], np.ndarray] = field(default_factory=OrderedDict)
-    # the last `dominated` test: (structure, objectives, front) and which of its row vectors that front dominates
-    _last: tuple[tuple[object, ...], np.ndarray, np.ndarray] | None = None
+    # the last structure's row tests: (structure and objectives, front, which row vectors it dominates per lane group)
+    _last: tuple[tuple[object, ...], np.ndarray, dict[Key, np.ndarray]] | None = None
     # the last points placed in cells: (free parameters, their code columns) and the points' cells
     _placed: tuple[tuple[str, ...], tuple[np.ndarray, ...], np.ndarray] | None = None
 
@@ -96,18 +99,35 @@ class FrontCells:
         self, fixed: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray | None
     ) -> np.ndarray | None:
         """`__call__`'s rows, except that the cells of a stage-1 row whose row vector `front` dominates hold that
-        row vector (see the module docstring); `front` None or empty: `__call__`'s rows."""
+        row vector (see the module docstring); `front` None or empty: `__call__`'s rows. Taken a lane group at a
+        time (`_lane_groups`): each group's row vectors take the least over its own lanes."""
         if not objectives or any(o not in CELL_OBJECTIVES for o in objectives):
             return None
         fs, fp, fl, dbuf = self._keys(fixed)
-        rows, lanes = self._where(S_PARAMS, fs), self._where(L_PARAMS, fl)
+        rows = self._where(S_PARAMS, fs)
+        parts = [self._screened_group(fixed, rows, fp, g, dbuf, objectives, front) for g in self._lane_groups(fl)]
+        return (parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)).reshape(-1, len(objectives))
+
+    def _screened_group(
+        self,
+        fixed: dict[str, Choice],
+        rows: np.ndarray,
+        fp: Key,
+        fl: Key,
+        dbuf: bool | None,
+        objectives: tuple[str, ...],
+        front: np.ndarray | None,
+    ) -> np.ndarray:
+        """`screened`'s cells of the stage-1 rows `rows` and the lanes of the lane group `fl`: ``[rows, lanes,
+        objectives]``."""
+        lanes = self._where(L_PARAMS, fl)
         live: np.ndarray | slice = slice(None)
         if front is not None and len(front):
             coarse = self._row_vectors_of(fp, fl, dbuf, objectives)[rows]
-            live = np.flatnonzero(~self._rows_dominated(fixed, objectives, coarse, front))
+            live = np.flatnonzero(~self._rows_dominated(fixed, objectives, fl, coarse, front))
             out = np.repeat(coarse, len(lanes), axis=0).reshape(len(rows), len(lanes), len(objectives))
             if not live.size:
-                return out.reshape(-1, len(objectives))
+                return out
         else:
             out = np.empty((len(rows), len(lanes), len(objectives)))
         s = rows[live]
@@ -123,29 +143,47 @@ class FrontCells:
         pk = {k: v[s] for k, v in self._least_packets(fp).items()}
         row = self.term.per_row(fp, fl, dbuf)[s, None]  # the stage-1 row's bound (TermBound)
         out[live] = self._bounds(pk, row, n, dbuf, objectives)
-        return out.reshape(-1, len(objectives))
+        return out
 
     def dominated(self, fixed: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray) -> bool:
-        """True when `front` dominates every row vector of the structure `fixed`, so every one of its cells;
-        False also for objectives without cells."""
+        """True when `front` dominates every row vector of every lane group of the structure `fixed`, so every one
+        of its cells; False also for objectives without cells."""
         if not len(front) or not objectives or any(o not in CELL_OBJECTIVES for o in objectives):
             return False
         fs, fp, fl, dbuf = self._keys(fixed)
-        rows = self._row_vectors_of(fp, fl, dbuf, objectives)[self._where(S_PARAMS, fs)]
-        return bool(self._rows_dominated(fixed, objectives, rows, front).all())
+        at = self._where(S_PARAMS, fs)
+        return all(
+            self._rows_dominated(fixed, objectives, g, self._row_vectors_of(fp, g, dbuf, objectives)[at], front).all()
+            for g in self._lane_groups(fl)
+        )
+
+    def _lane_groups(self, fl: Key) -> list[Key]:
+        """The structure's lanes (its fixed lane choices `fl`) as groups, each a run of its cells' lane numbering:
+        every free lane parameter but the last fixed in turn, in C order. A group's row vectors take the least
+        over its own lanes only: a floor of its cells (the module docstring's argument, over fewer lanes), and
+        tighter than one over every lane of the structure, so a structure whose sub-space spans several
+        ``rows`` choices is screened as tightly as one per choice."""
+        chosen = dict(fl)
+        free = [nm for nm in L_PARAMS if nm not in chosen]
+        if len(free) < 2:
+            return [fl]
+        codes = self.term.codes
+        values = [sorted(codes[nm], key=codes[nm].__getitem__) for nm in free[:-1]]
+        return [tuple(sorted((*fl, *zip(free[:-1], vals, strict=True)))) for vals in itertools.product(*values)]
 
     def _rows_dominated(
-        self, fixed: dict[str, Choice], objectives: tuple[str, ...], rows: np.ndarray, front: np.ndarray
+        self, fixed: dict[str, Choice], objectives: tuple[str, ...], fl: Key, rows: np.ndarray, front: np.ndarray
     ) -> np.ndarray:
-        """Which of the structure's row vectors `rows` `front` dominates; the last answer is kept, so `screened`
-        right after `dominated`, with the same front object, does not test the rows again."""
+        """Which of the row vectors `rows` of the structure's lane group `fl` `front` dominates; the answers for the
+        last structure and front are kept, so `screened` right after `dominated`, with the same front object,
+        does not test the rows again."""
         key = (tuple(sorted(fixed.items())), objectives)
         last = self._last
-        if last is not None and last[0] == key and last[1] is front:
-            return last[2]
-        mask = dominated_rows(rows, front)
-        self._last = (key, front, mask)
-        return mask
+        if last is None or last[0] != key or last[1] is not front:
+            last = self._last = (key, front, {})
+        if fl not in last[2]:
+            last[2][fl] = dominated_rows(rows, front)
+        return last[2][fl]
 
     @staticmethod
     def _keys(fixed: dict[str, Choice]) -> tuple[Key, Key, Key, bool | None]:

@@ -56,8 +56,8 @@ import numpy as np
 from costmodels.cancel import Cancelled, cancellable
 from costmodels.protocol import Choice, Param, SearchSpace, Target
 from costmodels.structure_bound import StructureBulkBounded
-from mapper.bounds import RTOL, FrontBounds, FrontCellBlocks, FrontCellBounded, StructureBounds, space_text
-from mapper.planning import DEFAULT_INNER
+from mapper.bounds import RTOL, FrontBounds, FrontCellBlocks, StructureBounds, bounded_by_cells, space_text
+from mapper.planning import inner_size
 from mapper.result import Certificate, TrialCounts, ViolationCount
 from mapper.settings import SearchSettings, StopReason
 from mapper.strategies.base import Searched, Strategy, certificate_notes
@@ -141,7 +141,7 @@ def bulk_visits(flat: np.ndarray, structural: tuple[Param, ...]) -> Iterator[tup
 class BestFirst(Strategy):
     """Best-first branch and bound over the structures of the space (see the module docstring).
 
-    `inner_points`: the sub-space scored per structure (None: the settings' or `DEFAULT_INNER`).
+    `inner_points`: the sub-space scored per structure (None: the settings', else `mapper.planning.inner_size`'s).
     `floors`: order by the target's latency floors (`StructureFloored`) and bound a structure
     exactly only when its floor comes first (`Floored`); False: every structure bounded exactly first.
     """
@@ -165,13 +165,11 @@ class BestFirst(Strategy):
         watch: Watch | None = None,
     ) -> Searched:
         """Visit the structures by ascending bound until the next bound cannot beat the best, the budget or a cancel."""
-        inner_points = self.inner_points
-        if inner_points is None:
-            inner_points = settings.inner_points if settings.inner_points is not None else DEFAULT_INNER
+        inner_points = self.inner_points if self.inner_points is not None else inner_size(settings, target)
         # the visit order: latency bounds when latency is asked (the only objective with per-structure bounds)
         objective = "latency" if "latency" in settings.objectives else settings.objectives[0]
         # (one objective but latency bounded by cells: as several; the bulk order where cells make a pass, `front_pass`)
-        by_cells = settings.multi_objective or (objective != "latency" and isinstance(target, FrontCellBounded))
+        by_cells = bounded_by_cells(settings.objectives, target)
         bulk = objective == "latency" or (by_cells and isinstance(target, FrontCellBlocks))
         preferred = bulk_params(problem, target, space) if bulk else None
         if preferred is not None:

@@ -165,3 +165,24 @@ def test_a_budget_spent_before_the_first_trial_still_scores_one_structure() -> N
     s = SearchSettings(strategy="random", inner_points=8, max_seconds=0.01, max_trials=100, patience=0)
     r = tune(P, SlowWarm(), s, validate=False)
     assert r.stop_reason == "seconds" and r.mapping is not None and r.counts.trials == len(r.trace) == 1
+
+
+def test_structures_are_larger_where_their_cells_decide_what_best_first_scores() -> None:
+    """`CELLS_INNER` where best-first is bounded by cells on a target that places points in them and lets the
+    mapper split its space (rngd, several objectives or one other than latency); `DEFAULT_INNER` otherwise: latency
+    alone, a target without cells (Ascend floors one vector per structure), a target whose structures are its own
+    (Trainium), an Optuna study; an explicit size still wins."""
+    from costmodels.registry import get_target
+    from mapper.planning import CELLS_INNER, cells_decide
+
+    rngd, trn1, ascend = get_target("rngd"), get_target("trn1"), get_target("ascend-910b")
+    two, energy, latency = (SearchSettings(objectives=o) for o in (("latency", "footprint"), ("energy",), ("latency",)))
+    assert cells_decide(two, rngd) and cells_decide(energy, rngd) and not cells_decide(latency, rngd)
+    assert inner_size(two, rngd) == inner_size(energy, rngd) == CELLS_INNER > DEFAULT_INNER
+    assert inner_size(latency, rngd) == inner_size(two, trn1) == inner_size(two, ascend) == DEFAULT_INNER
+    assert inner_size(two) == DEFAULT_INNER  # (no target: an Optuna study's sub-spaces)
+    assert inner_size(SearchSettings(objectives=("latency", "footprint"), inner_points=100), rngd) == 100
+    big = matmul(4096, 4096, 4096)
+    for strategy, inner in (("bestfirst", CELLS_INNER), ("tpe", DEFAULT_INNER), ("exhaustive", 0)):
+        s = SearchSettings(objectives=("latency", "footprint"), strategy=strategy)
+        assert resolve_strategy(s, rngd.space(big), big, rngd).inner_points == inner, strategy

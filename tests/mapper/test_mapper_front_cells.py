@@ -234,3 +234,49 @@ def test_answers_kept_between_calls_equal_the_answers_worked_out_afresh() -> Non
         mine[free[0]][:] = mine[free[0]][::-1]
         assert np.array_equal(fc.cell_of_points(fixed, mine), FrontCells(fc.term).cell_of_points(fixed, mine))
     assert reused > 10 and opened > 0 and lifted > 0  # each kept path ran
+
+
+@pytest.mark.parametrize("objectives", [OBJECTIVES, ("latency", "energy"), ("latency", "footprint")])
+def test_a_structure_over_several_rows_choices_is_screened_as_tightly_as_each_choice_alone(objectives: tuple) -> None:
+    """Lane groups (`FrontCells._lane_groups`): a structure whose sub-space spans the ``rows`` choices (and the
+    ``trf_split`` ones) is screened group by group, so its screened cells are those of the structures with each
+    ``rows`` choice fixed, side by side in its cells' order, and it is told dominated exactly when each of those
+    is: the row vectors of one group are not loosened by the lanes of another."""
+    t = get_target("rngd")
+    rng = np.random.default_rng(3)
+    told = 0
+    for p in PROBLEMS.values():
+        choices = {q.name: q.choices for q in t.space(p).params}
+        for _ in range(30):
+            fixed = {k: v[rng.integers(len(v))] for k, v in choices.items() if k not in ("rows", "trf_split")}
+            fixed = {k: v for k, v in fixed.items() if k != "slice_grid" or rng.random() < 0.5}
+            cells = t.structure_front_cells(p, fixed, objectives)  # type: ignore[attr-defined]
+            finite = cells[np.isfinite(cells).all(axis=1)]
+            if not len(finite):
+                continue
+            front = finite[rng.choice(len(finite), size=min(3, len(finite)), replace=False)] * rng.uniform(0.95, 1.3, 2)
+            each = [{**fixed, "rows": r} for r in choices["rows"]]
+            got = t.structure_front_cells_screened(p, fixed, objectives, front)  # type: ignore[attr-defined]
+            parts = [t.structure_front_cells_screened(p, f, objectives, front) for f in each]  # type: ignore[attr-defined]
+            n = len(parts[0]) // len(choices["trf_split"])  # stage-1 rows: cells are (rows of stage 1, rows, trf_split)
+            side = np.stack([q.reshape(n, -1, len(objectives)) for q in parts], axis=1).reshape(-1, len(objectives))
+            assert np.array_equal(got, side), fixed
+            whole = t.structure_front_dominated(p, fixed, objectives, front)  # type: ignore[attr-defined]
+            alone = [t.structure_front_dominated(p, f, objectives, front) for f in each]  # type: ignore[attr-defined]
+            assert whole == all(alone), fixed
+            # a front of the groups' row vectors: told dominated whole, though it need not dominate the least row
+            # vector over every lane of the structure (the one row vector per stage-1 row of before)
+            fc = t._front_cells(p)  # type: ignore[attr-defined]
+            fs, fp, fl, dbuf = fc._keys(fixed)
+            groups = [fc._row_vectors_of(fp, g, dbuf, objectives)[fc._where(S_PARAMS, fs)] for g in fc._lane_groups(fl)]
+            vectors = np.concatenate(groups)
+            vectors = vectors[np.isfinite(vectors).all(axis=1)]
+            if len(vectors):
+                assert t.structure_front_dominated(p, fixed, objectives, vectors)  # type: ignore[attr-defined]
+                assert dominated_rows(cells, vectors).all(), fixed
+                least = fc._row_vectors_of(fp, fl, dbuf, objectives)[fc._where(S_PARAMS, fs)]
+                told += int(not dominated_rows(least, vectors).all())
+    # structures the one row vector over every lane could not have told dominated (with off-chip bytes or
+    # footprint, on these small problems, one group holds every lane term's least)
+    if "energy" in objectives:
+        assert told > 0
