@@ -101,11 +101,18 @@ class FrontCellBlocks(Protocol):
     structure is, on every objective, no better than the row of at least one of its cells (a row
     with ``inf``: a cell the structure does not have) or, when `front` is given, dominated by (or
     equal to) a point of `front` (within `RTOL`): the target may leave out the rows of cells the
-    front dominates. None: no cells for these names or objectives.
+    front dominates. With `live` (a mask over the structures, with `front`), only the live structures'
+    outcome is asked: the target may leave out the rows of the others. None: no cells for these names or
+    objectives.
     """
 
     def structure_front_cell_blocks(
-        self, problem: Problem, names: tuple[str, ...], objectives: tuple[str, ...], front: np.ndarray | None = None
+        self,
+        problem: Problem,
+        names: tuple[str, ...],
+        objectives: tuple[str, ...],
+        front: np.ndarray | None = None,
+        live: np.ndarray | None = None,
     ) -> Iterator[tuple[int, np.ndarray]] | None: ...
 
 

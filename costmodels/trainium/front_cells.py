@@ -15,7 +15,8 @@ Latency (seconds), off-chip bytes, energy (pJ) and footprint (bytes) have cells.
 structure's cells (`structure_cells`) are its splits' loop-order and block-size cases
 (`refetch.footprint_cases`, split by split), where a point's fetches and footprint are bounded together;
 the dominance pass (`cell_blocks`) screens its (tile_stat, tile_mov) groups by the cases (over every
-tile_k at once) and then prices one cell per split, a case count cheaper than the cases tile by tile.
+tile_k at once) and then prices one cell per split, a case count cheaper than the cases tile by tile; a
+later pass, asked about the structures still live only, prices those case by case (`_live_cases`).
 """
 
 from __future__ import annotations
@@ -162,6 +163,7 @@ def cell_blocks(
     names: tuple[str, ...],
     objectives: tuple[str, ...],
     front: np.ndarray | None = None,
+    live: np.ndarray | None = None,
 ) -> Iterator[tuple[int, np.ndarray]] | None:
     """``(first structure, rows)`` per (stationary choice, core split): the cells of a run of structures.
 
@@ -177,6 +179,12 @@ def cell_blocks(
     left out (`mapper.bounds.FrontCellBlocks`). With footprint the groups are bounded case by case
     (`refetch.footprint_cases`: a group is left out when the front dominates every case) and the rows
     priced tile by tile are one per split (without the cases: still floors of every point, looser).
+
+    With `live` too (a mask over the structures: those whose outcome is asked; the rows of the others may be
+    left out, `mapper.bounds.FrontCellBlocks`), only tile_stat choices with a live structure are priced, and
+    with footprint the live structures are priced case by case after all (`_live_cases`): a later pass,
+    over the few structures earlier passes left live, can afford the cases that a first pass over millions
+    cannot, and they leave out far more.
     """
     if names != TILE_PARAMS or not objectives or not set(objectives) <= set(CELL_OBJECTIVES):
         return None
@@ -200,9 +208,22 @@ def cell_blocks(
         ):
             assert floors is not None
             groups = ~dominated_rows(_rows(hw, lat, floors, objectives), front)  # ([case,] tile_stat, tile_mov)
-            stats = np.flatnonzero(
-                groups.reshape(-1, len(choices["tile_stat"]), len(choices["tile_mov"])).any(axis=(0, 2))
+            open_groups = np.asarray(
+                groups.reshape(-1, len(choices["tile_stat"]), len(choices["tile_mov"])).any(axis=0)
             )
+            if live is not None:  # (tile_stat, tile_mov, tile_k) of this stationary choice: live and not screened out
+                mask = live[at * per_stat : (at + 1) * per_stat].reshape((*open_groups.shape, -1))
+                mask = mask & open_groups[:, :, None]
+                stats = np.flatnonzero(mask.any(axis=(1, 2)))
+                if footprint:
+                    for i in stats.tolist():
+                        first = at * per_stat + i * per_tile_stat
+                        got = _live_cases(problem, hw, one_stat, consts, split, i, mask[i], objectives, front)
+                        if got is not None:
+                            yield first, got
+                    continue
+            else:
+                stats = np.flatnonzero(open_groups.any(axis=1))
             if not stats.size:
                 continue
             some = {**one_stat, "tile_stat": tuple(choices["tile_stat"][i] for i in stats)}
@@ -219,6 +240,44 @@ def cell_blocks(
     # cell leaves live stops after the first blocks (`mapper.bounds.live_structures`)
     runs = [one(at) for at in range(len(choices["stationary"]))]
     return (block for step in itertools.zip_longest(*runs) for block in step if block is not None)
+
+
+def _live_cases(
+    problem: Problem,
+    hw: TrainiumHardware,
+    one_stat: dict[str, tuple[Choice, ...]],
+    consts: ProblemConsts_of,
+    split: tuple[int, int, int],
+    stat: int,
+    mask: np.ndarray,
+    objectives: tuple[str, ...],
+    front: np.ndarray,
+) -> np.ndarray | None:
+    """One tile_stat choice's rows for `split` (every (tile_mov, tile_k), C order), its `mask` structures priced
+    case by case (`refetch.footprint_cases`): for each, the first case the front does not dominate, or ``inf``
+    when it dominates every case (the structure's cells of this split are then left out, as the contract of
+    `mapper.bounds.FrontCellBlocks` allows) or the structure is not in `mask` (its rows are not asked). None when
+    no structure is."""
+    tms, tks = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    if not tms.size:
+        return None
+    some = {
+        **one_stat,
+        "tile_stat": (one_stat["tile_stat"][stat],),
+        "tile_mov": tuple(one_stat["tile_mov"][j] for j in tms),
+        "tile_k": tuple(one_stat["tile_k"][j] for j in tks),
+    }
+    energy = "energy" in objectives
+    n_obj = len(objectives)
+    full = np.full((*mask.shape, n_obj), np.inf)
+    for _, _, lat, floors in split_cells(problem, hw, some, consts, energy=energy, footprint=True, only=split):
+        assert floors is not None
+        rows = _rows(hw, lat, floors, objectives).reshape(-1, len(tms), len(tks), n_obj)  # (cases, tile_mov, tile_k)
+        open_ = ~dominated_rows(rows.reshape(-1, n_obj), front).reshape(rows.shape[:-1])
+        first = np.take_along_axis(rows, open_.argmax(axis=0)[None, :, :, None], axis=0)[0]
+        keep = open_.any(axis=0) & mask[np.ix_(tms, tks)]
+        full[np.ix_(tms, tks)] = np.where(keep[..., None], first, np.inf)
+    return full.reshape(-1, n_obj)
 
 
 def _role_sizes(problem: Problem, fixed: dict[str, Choice], memo: CellMemo | None = None) -> dict[str, list[int]]:

@@ -212,13 +212,19 @@ class TrainiumTarget(FamilyTarget[Prepared]):
         return cell_of_points(problem, prep.space, fixed_choices, codes, prep.cells, objectives)
 
     def structure_front_cell_blocks(
-        self, problem: Problem, names: tuple[str, ...], objectives: tuple[str, ...], front: np.ndarray | None = None
+        self,
+        problem: Problem,
+        names: tuple[str, ...],
+        objectives: tuple[str, ...],
+        front: np.ndarray | None = None,
+        live: np.ndarray | None = None,
     ) -> Iterator[tuple[int, np.ndarray]] | None:
         """Every structure's cells, a run of structures at a time (`trainium.front_cells.cell_blocks`)."""
         prep = self.prepared(problem)
         if prep.reasons:
             return None
-        return cell_blocks(problem, self.hardware, prep.space, self._run_consts(problem), names, objectives, front)
+        consts = self._run_consts(problem)
+        return cell_blocks(problem, self.hardware, prep.space, consts, names, objectives, front, live)
 
     def _consts(self, problem: Problem, roles: Roles) -> ProblemConsts:
         return problem_consts(problem, self.hardware, roles, supported=not self.supports(problem))

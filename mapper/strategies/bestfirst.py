@@ -230,11 +230,11 @@ class BestFirst(Strategy):
                 flat = flat.reshape(-1)
                 order = bulk_visits(flat, structural)
                 if front_bounds is not None and isinstance(target, FrontCellBlocks):  # (`front_pass`)
-                    cells = target
+                    cells, objs = target, settings.objectives
                     live = LivePass(
                         flat, structural, ev,
                         settings.objectives.index("latency") if "latency" in settings.objectives else -1,
-                        lambda front: cells.structure_front_cell_blocks(problem, names, settings.objectives, front),
+                        lambda front, ask: cells.structure_front_cell_blocks(problem, names, objs, front, ask),
                         seen,
                         lambda: time.perf_counter() > deadline or (watch is not None and watch.cancelled()),
                         (lambda: seed_structures(flat, objective_floors(target, problem, names, settings.objectives)),

@@ -11,10 +11,12 @@ target floors the other objectives per structure (`seed_structures`: the pass's 
 than its fastest end), then runs a dominance pass over every structure's cells
 (`mapper.bounds.FrontCellBlocks`, `live_structures`) and goes on with the live structures only, in
 the same ascending order, running the pass again as the front grows where that pays
-(`_live_visits`). A structure that is not live has every point dominated by, or equal in value to, a
-front point, and the front only grows, so it can be left out for good: it counts as pruned by bound.
-The live structures are then visited as before (each checked again against the grown front by its
-own cells), so the front is the exact front over the space when they are done.
+(`_live_visits`); a pass again is asked about the live structures left to visit only (`FrontCellBlocks`'
+``live``), which a target may then price more finely than a first pass over every structure can afford
+(Trainium: footprint's loop-order cases). A structure that is not live has every point dominated by, or
+equal in value to, a front point, and the front only grows, so it can be left out for good: it counts as
+pruned by bound. The live structures are then visited as before (each checked again against the grown
+front by its own cells), so the front is the exact front over the space when they are done.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ SEEDS = 64
 #: without latency among the objectives: structures visited in latency-bound order before the first pass
 BEFORE_PASS = 64
 
-Blocks = Callable[[np.ndarray], Iterator[tuple[int, np.ndarray]] | None]  # given the front
+#: given the front and the structures whose outcome is asked (None: all)
+Blocks = Callable[[np.ndarray, np.ndarray | None], Iterator[tuple[int, np.ndarray]] | None]
 
 
 def objective_floors(
@@ -138,7 +141,7 @@ class LivePass:
                     self.seeded += 1
             front = self.ev.front_values if self.ev.front_values is not None else front
         t0 = time.perf_counter()
-        blocks = self.blocks(front)
+        blocks = self.blocks(front, None)
         live = None if blocks is None else live_structures(blocks, self.flat.size, front, self.stop)
         self.seconds = time.perf_counter() - t0
         if live is None:  # no cells, or cut by the budget: the plain order goes on
@@ -181,14 +184,16 @@ class LivePass:
             if int(live[ordered[pos + 1 :]].sum()) * since / visits < REPASS_PAYS * spent:
                 continue
             t0 = time.perf_counter()
-            blocks = self.blocks(grown)
+            rest = ordered[pos + 1 :]
+            asked = np.zeros_like(live)
+            asked[rest] = live[rest]  # the live structures left to visit: only their outcome counts
+            blocks = self.blocks(grown, asked)
             again = None if blocks is None else live_structures(blocks, self.flat.size, grown, self.stop)
             spent = time.perf_counter() - t0
             self.seconds += spent
             last, front, visits = time.perf_counter(), grown, 0
             if again is None:
                 continue
-            rest = ordered[pos + 1 :]
             out = live[rest] & ~again[rest]
             self.pruned += int(out.sum())
             self.later += int(out.sum())

@@ -45,9 +45,14 @@ def _clock(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(front_pass, "time", CLOCK)
 
 
-def _run(grown_front: np.ndarray, asked: list[list[int]] | None = None, take: int = 3) -> tuple[list[int], LivePass]:
+def _run(
+    grown_front: np.ndarray,
+    asked: list[list[int]] | None = None,
+    take: int = 3,
+    passes: list[np.ndarray | None] | None = None,
+) -> tuple[list[int], LivePass]:
     """Visit the N structures through a `LivePass`; `asked` hears each look-ahead (`Evaluator.score_ahead`),
-    which goes through `take` structures at a time."""
+    which goes through `take` structures at a time; `passes` hears the structures each pass is asked about."""
 
     def score_ahead(structures: list[dict[str, int]]) -> int:
         if asked is not None:
@@ -58,7 +63,9 @@ def _run(grown_front: np.ndarray, asked: list[list[int]] | None = None, take: in
     structural = (Param(name="x", choices=tuple(range(N))),)
     flat = CELLS[:, 0].copy()
 
-    def blocks(front: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    def blocks(front: np.ndarray, live: np.ndarray | None = None) -> Iterator[tuple[int, np.ndarray]]:
+        if passes is not None:
+            passes.append(None if live is None else live.copy())
         CLOCK.sleep(0.002)  # a pass takes some time: the visits after it must take twice that
         yield 0, CELLS
 
@@ -77,6 +84,16 @@ def test_a_pass_runs_again_as_the_front_grows_and_leaves_out_what_it_dominates()
     visited, lp = _run(np.array([[0.5, 55.0]]))
     assert visited == [0, 5, 6, 7, 8, 9]
     assert lp.live == N and lp.passes == 1 and lp.later == 4 and lp.pruned == 4
+
+
+def test_a_pass_again_is_asked_about_the_live_structures_left_to_visit_only() -> None:
+    """The first pass is asked about every structure; a later one only about the live structures after the one
+    just visited (`FrontCellBlocks`' ``live``: a target may price those more finely, Trainium's cases)."""
+    passes: list[np.ndarray | None] = []
+    _run(np.array([[0.5, 55.0]]), passes=passes)
+    assert len(passes) == 2 and passes[0] is None
+    later = passes[1]
+    assert later is not None and np.flatnonzero(later).tolist() == list(range(1, N))
 
 
 def test_no_pass_again_when_the_front_has_not_changed() -> None:
@@ -120,7 +137,7 @@ def test_seeds_are_visited_before_the_first_pass() -> None:
     structural = (Param(name="x", choices=tuple(range(N))),)
     flat = CELLS[:, 0].copy()
 
-    def blocks(front: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
+    def blocks(front: np.ndarray, asked: np.ndarray | None = None) -> Iterator[tuple[int, np.ndarray]]:
         seen_at_pass.extend(visited_seeds)
         yield 0, CELLS
 

@@ -350,3 +350,39 @@ def test_with_footprint_a_front_given_to_the_blocks_leaves_out_only_structures_w
         feas = np.asarray(s.feasible)
         pts = np.stack([np.asarray(s.objectives[o], dtype=np.float64)[feas] for o in objectives], axis=1)
         assert dominated_rows(pts, front).all(), flat
+
+
+def test_with_footprint_a_later_pass_prices_the_live_structures_case_by_case() -> None:
+    """Given the structures still live (`live`), `cell_blocks` prices them by their loop-order and block-size
+    cases (`front_cells._live_cases`): a structure comes out live exactly when one of its own cells
+    (`structure_front_cells`, a split's cases) is not dominated by the front, which leaves out structures the
+    pass without `live` kept; a structure outside `live` comes out not live (its outcome is not asked)."""
+    from mapper.enumerate import pareto_front
+
+    p = einsum("bk,kn->bn", {"b": 1, "k": 2048, "n": 4096}, dtype="bf16", weight=1)
+    t = every_tile_target("trn1")
+    objectives = ("latency", "footprint")
+    params = t.space(p).params[:4]
+    total = int(np.prod([len(q.choices) for q in params]))
+    scored = []
+    for flat in random.Random(1).sample(range(total), 60):
+        s = t.score_codes(p, structure_codes(t.space(p), flat))
+        feas = np.asarray(s.feasible)
+        scored.append(np.stack([np.asarray(s.objectives[o], dtype=np.float64)[feas] for o in objectives], axis=1))
+    points = np.concatenate(scored)
+    front = points[pareto_front(points)]
+    given = live_structures(t.structure_front_cell_blocks(p, TILE_PARAMS, objectives, front), total, front)
+    assert given is not None
+    rng = np.random.default_rng(0)
+    asked = np.zeros(total, dtype=bool)
+    asked[rng.choice(np.flatnonzero(given), size=min(300, int(given.sum())), replace=False)] = True
+    asked[rng.choice(total, size=100, replace=False)] = True  # some the earlier pass left out too
+    again = live_structures(t.structure_front_cell_blocks(p, TILE_PARAMS, objectives, front, asked), total, front)
+    assert again is not None and not (again & ~asked).any()
+    for flat in np.flatnonzero(asked).tolist():
+        codes = np.unravel_index(flat, [len(q.choices) for q in params])
+        fixed = {q.name: q.choices[int(c)] for q, c in zip(params, codes, strict=True)}
+        cells = t.structure_front_cells(p, fixed, objectives)
+        assert cells is not None
+        assert again[flat] == (not dominated_rows(cells, front).all()), fixed
+    assert (asked & given & ~again).any()  # the cases leave out structures the pass without them kept
