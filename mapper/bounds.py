@@ -118,6 +118,10 @@ class StructureBounds:
         return best is not None and bound * (1 + RTOL) >= best
 
 
+#: the objectives other than latency with a positive floor from the problem alone (`objective_floor`)
+PROBLEM_FLOORED = frozenset({"offchip_bytes"})
+
+
 def objective_floor(problem: Problem, objective: str) -> float:
     """A bound of `objective` that no mapping of the problem beats, from the problem alone.
 
@@ -126,7 +130,7 @@ def objective_floor(problem: Problem, objective: str) -> float:
     point of a GEMM's or a convolution's whole space moves fewer off-chip bytes). Latency has its
     own bounds (`StructureBounds`); any other objective: 0.
     """
-    return float(problem.min_bytes) if objective == "offchip_bytes" else 0.0
+    return float(problem.min_bytes) if objective in PROBLEM_FLOORED else 0.0
 
 
 def bounded_by_cells(objectives: tuple[str, ...], target: Target) -> bool:
