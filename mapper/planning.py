@@ -36,7 +36,7 @@ DEFAULT_INNER = 1 << 16
 #: points of a best-first structure's sub-space where its cells decide which points are scored (`cells_decide`):
 #: the structure is then the unit of bookkeeping (a bound vector, a cells test, a visit, a front merge), and four
 #: times fewer of them cost fewer such steps while the cells keep the points scored the same. Measured with
-#: rngd (`bench.cell_structures`, README "Structures of several objectives")
+#: rngd (`bench.cell_structures`, README "Structure size")
 CELLS_INNER = 1 << 18
 
 
@@ -98,7 +98,7 @@ def cells_decide(settings: SearchSettings, target: Target) -> bool:
     that the problem alone floors (`PROBLEM_FLOORED`: off-chip bytes), the ordered visits stop once the front
     dominates the next structure's latency bound beside those floors, before most structures are tested
     cell by cell, and finer structures make that stop finer (`bench.cell_structures` measured latency +
-    off-chip bytes 1.3-1.65x slower with the larger structures on three of six rngd layers)."""
+    off-chip bytes 1.22-1.65x slower with the larger structures on four of six rngd layers)."""
     objectives = settings.objectives
     ends_on_vectors = "latency" in objectives and all(o in PROBLEM_FLOORED for o in objectives if o != "latency")
     return (
