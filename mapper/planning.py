@@ -35,8 +35,8 @@ from workload.problem import Problem
 DEFAULT_INNER = 1 << 16
 #: points of a best-first structure's sub-space where its cells decide which points are scored (`cells_decide`):
 #: the structure is then the unit of bookkeeping (a bound vector, a cells test, a visit, a front merge), and four
-#: times fewer of them cost fewer such steps while the cells keep the points scored the same. Measured with
-#: rngd (`bench.cell_structures`, README "Structure size")
+#: times fewer of them cost fewer such steps, for some more points scored (a larger structure's open cells are
+#: scored at its visit). Measured with rngd (`bench.cell_structures`, README "Structure size")
 CELLS_INNER = 1 << 18
 
 
