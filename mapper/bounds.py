@@ -118,8 +118,10 @@ class StructureBounds:
         return best is not None and bound * (1 + RTOL) >= best
 
 
-#: the objectives other than latency with a positive floor from the problem alone (`objective_floor`)
-PROBLEM_FLOORED = frozenset({"offchip_bytes"})
+#: each objective other than latency with a positive floor from the problem alone, and that floor (`objective_floor`)
+_PROBLEM_FLOORS: dict[str, Callable[[Problem], float]] = {"offchip_bytes": lambda p: float(p.min_bytes)}
+#: the objectives `objective_floor` floors above 0
+PROBLEM_FLOORED = frozenset(_PROBLEM_FLOORS)
 
 
 def objective_floor(problem: Problem, objective: str) -> float:
@@ -130,7 +132,8 @@ def objective_floor(problem: Problem, objective: str) -> float:
     point of a GEMM's or a convolution's whole space moves fewer off-chip bytes). Latency has its
     own bounds (`StructureBounds`); any other objective: 0.
     """
-    return float(problem.min_bytes) if objective in PROBLEM_FLOORED else 0.0
+    floor = _PROBLEM_FLOORS.get(objective)
+    return floor(problem) if floor is not None else 0.0
 
 
 def bounded_by_cells(objectives: tuple[str, ...], target: Target) -> bool:
