@@ -11,18 +11,22 @@ core), side by side:
 - values: `score_batch` on value columns (`SearchSpace.columns()`), the public form a user sends:
   the price of encoding values to codes, for comparison.
 
-Run: `python -m bench.scorer_speed [preset ...]`
+A space above ``--max-points`` (default `WHOLE_LIMIT`, Trainium's every-tile spaces: 1e10 points and
+more) is scored on its first ``--max-points`` points in the enumeration's order, and the row says so
+("of" the space's size): whole, such a space would take hours.
+
+Run: `python -m bench.scorer_speed [preset ...] [--max-points N]`
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
-from costmodels.protocol import Target
+from costmodels.protocol import SearchSpace, Target
 from costmodels.registry import get_target, target_names
 from mapper.enumerate import ChunkPlan
 from workload.conv2d import conv2d
@@ -30,6 +34,8 @@ from workload.einsum import einsum
 from workload.problem import Problem
 
 CHUNK = 1 << 16
+#: most points scored per space (its first ones in C order above it): enough for a steady rate, a few seconds
+WHOLE_LIMIT = 20_000_000
 
 
 def problems() -> dict[str, Problem]:
@@ -50,48 +56,84 @@ class Rates:
     values: float
 
 
-def enumerate_once(target: Target, problem: Problem) -> tuple[int, float]:
-    """(points, seconds) of scoring the whole space through ChunkPlan code columns, space building included."""
+def enumerate_once(target: Target, problem: Problem, most: int | None = None) -> tuple[int, float]:
+    """(points, seconds) of scoring the whole space through ChunkPlan code columns, space building included;
+    with `most`, only the chunks that start within its first `most` points."""
     t0 = time.perf_counter()
     space = target.space(problem)
     plan = ChunkPlan(space, CHUNK)
+    points = 0
     for b0, b1 in plan.bounds():
-        target.score_codes(problem, plan.codes(b0, b1))
-    return space.size, time.perf_counter() - t0
+        if most is not None and points >= most:
+            break
+        codes = plan.codes(b0, b1)
+        target.score_codes(problem, codes)
+        points += len(next(iter(codes.values())))
+    return points, time.perf_counter() - t0
 
 
-def measure(preset: str, problem: Problem, repeats: int = 3) -> Rates | None:
-    """The three rates of one problem on one preset, or None if the preset does not support it."""
+def _value_chunks(space: SearchSpace, points: int) -> list[dict[str, np.ndarray]]:
+    """The space's first `points` points (at least), chunk by chunk as `enumerate_once` scores them, as value
+    columns (`SearchSpace.columns`' form)."""
+    plan = ChunkPlan(space, CHUNK)
+    choices = {p.name: np.asarray(p.choices, dtype=object if len({type(c) for c in p.choices}) > 1 else None)
+               for p in space.params}  # fmt: skip
+    parts, done = [], 0
+    for b0, b1 in plan.bounds():
+        if done >= points:
+            break
+        codes = plan.codes(b0, b1)
+        parts.append({k: choices[k][v] for k, v in codes.items()})
+        done += len(next(iter(codes.values())))
+    return parts
+
+
+def measure(preset: str, problem: Problem, repeats: int = 3, most: int = WHOLE_LIMIT) -> tuple[Rates, int] | None:
+    """The three rates of one problem on one preset and its space's size, or None if the preset does not support
+    it. A space above `most` points is scored on its first chunks up to `most` (the rates' points)."""
     target = get_target(preset)
     if target.supports(problem):
         return None
-    n, cold = enumerate_once(target, problem)
-    steady = min(enumerate_once(target, problem)[1] for _ in range(repeats))
-    space = target.space(problem)
-    cols = space.columns()
-    parts = [{k: v[lo : lo + CHUNK] for k, v in cols.items()} for lo in range(0, n, CHUNK)]
+    size = target.space(problem).size
+    limit = None if size <= most else most
+    n, cold = enumerate_once(target, problem, limit)
+    steady = min(enumerate_once(target, problem, limit)[1] for _ in range(repeats))
+    parts = _value_chunks(target.space(problem), n)
     best = np.inf
     for _ in range(repeats):
         t0 = time.perf_counter()
         for part in parts:
             target.score_batch(problem, part)
         best = min(best, time.perf_counter() - t0)
-    return Rates(points=n, cold=n / cold, steady=n / steady, values=n / best)
+    return Rates(points=n, cold=n / cold, steady=n / steady, values=n / best), size
 
 
 def main(argv: list[str] | None = None) -> None:
-    presets = argv or target_names()
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("presets", nargs="*", help="target presets (default: all)")
+    ap.add_argument(
+        "--max-points",
+        type=int,
+        default=WHOLE_LIMIT,
+        help=f"a larger space is scored on its first this many points only (default {WHOLE_LIMIT:,})",
+    )
+    args = ap.parse_args(argv)
+    presets = args.presets or target_names()
+    for preset in presets:
+        get_target(preset)  # an unknown name stops here with the list of presets, before any timing
     rows: list[Rates] = []
     print(f"{'preset':15} {'problem':20} {'points':>9} {'cold M/s':>9} {'steady M/s':>11} {'values M/s':>11}")
     for preset in presets:
         for name, problem in problems().items():
-            r = measure(preset, problem)
-            if r is None:
+            got = measure(preset, problem, most=args.max_points)
+            if got is None:
                 print(f"{preset:15} {name:20} unsupported")
                 continue
+            r, size = got
             rows.append(r)
             rates = f"{r.cold / 1e6:9.2f} {r.steady / 1e6:11.2f} {r.values / 1e6:11.2f}"
-            print(f"{preset:15} {name:20} {r.points:9d} {rates}")
+            part = "" if r.points == size else f"  (the first {r.points:,} of {size:,} points)"
+            print(f"{preset:15} {name:20} {r.points:9d} {rates}{part}")
     if rows:
         med = {k: float(np.median([getattr(r, k) for r in rows])) / 1e6 for k in ("cold", "steady", "values")}
         low = min(r.cold for r in rows) / 1e6
@@ -102,4 +144,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()
