@@ -229,6 +229,7 @@ def split_cells(
     energy: bool = True,
     footprint: bool = False,
     cases: bool = True,
+    latency_cases: bool = False,
     k_least: bool = False,
     only: tuple[int, int, int] | None = None,
 ) -> Iterator[tuple[int, tuple[int, int, int], np.ndarray, dict[str, np.ndarray] | None]]:
@@ -264,6 +265,12 @@ def split_cells(
       fetches and holds at least that case's). The least latency and the least footprint of a
       structure sit in different cases (a core's output tiles held open across the k blocks, or an
       operand fetched again per block), so one cell per split pairs values no point has;
+    - `latency_cases` (without footprint, with `offchip`): the split is cut into the finer cases of
+      `refetch.footprint_cases` with ``latency`` (every block size its own case): each case's bytes are the
+      larger of the least above and its own, and its latency takes its own first blocks (the prologue), its
+      whole blocks' padded tiles (``n_out``) and, where PSUM cannot hold its open tiles, SBUF accumulation's
+      adds in the eviction; the least latency and the least bytes of a structure sit in different cases, so
+      one cell per split pairs values no point has (a later pass's cells, `front_cells._live_cases`);
     - energy: `costmodels.energy`'s sum (the MACs fixed, pJ per byte never negative) over the off-chip
       floor and the on-chip floors of `cost.onchip_bytes`, with at least ``n_out`` output tiles and
       ``n_out x T_k`` instructions per core on at least ``c_b c_s c_m`` cores.
@@ -313,14 +320,24 @@ def split_cells(
             share = CoreShare(np.ceil(ns / cs), np.ceil(nm / cm), nk, es, em, ek, core_stat, core_mov, k_least)
             # the cells: the operands fetched again as the loop orders and capacities force (`tile_bounds`: once)
             once = [(np.ones(1), np.ones(1))]
-            held = footprint_cases(hw, c, share, (cap_s, cap_m, cap_k)) if footprint and offchip and cases else None
+            caps = (cap_s, cap_m, cap_k)
+            held = footprint_cases(hw, c, share, caps) if footprint and offchip and cases else None
+            first = fill
             if held is not None:  # one cell per case (a leading axis): each case's bytes beside what it holds
-                chip, dma = case_floors(hw, c, used, share, [held[:2]], core_out)[0]
+                chip, dma = case_floors(hw, c, used, share, [(held[0], held[1])], core_out)[0]
                 held_floor = held[2] * hw.sbuf_partitions
             else:
-                least = refetch_cases(hw, c, share, (cap_s, cap_m, cap_k)) if offchip else once
+                least = refetch_cases(hw, c, share, caps) if offchip else once
                 chip, dma = refetch_floors(hw, c, used, share, least, core_out)
-            bound = np.maximum(fill + np.maximum(te, evict), dma)
+            if latency_cases and offchip and held is None:  # one cell per fine case (a leading axis)
+                by = footprint_cases(hw, c, share, caps, latency=True)
+                case_chip, case_dma = case_floors(hw, c, used, share, [(by[0], by[1])], core_out)[0]
+                chip, dma = np.maximum(chip, case_chip), np.maximum(dma, case_dma)  # both floors of the case's points
+                first = ek * (by[3] * es * c.s_stat + by[4] * em * c.s_mov) / hw.core_dma_bytes_per_s * f
+                n_case = per_b * by[5] * by[6]  # whole blocks: the case's fewest output tiles per core
+                adds = by[7] * (2 * em + hw.access_overhead_cycles)  # SBUF accumulation's adds (`cost.accumulation`)
+                te, evict = n_case * nk * ii, n_case * (em + hw.access_overhead_cycles + adds) * ve
+            bound = np.maximum(first + np.maximum(te, evict), dma)
             # a split no (cores, shard) choice gives with those tiles has no point (nor one with more cores on
             # s or m than the role has tiles)
             can = (ns >= cs) & (nm >= cm) & reach.get((cb, cs, cm), no_point)[:, :, None]

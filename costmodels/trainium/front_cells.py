@@ -16,7 +16,10 @@ structure's cells (`structure_cells`) are its splits' loop-order and block-size 
 (`refetch.footprint_cases`, split by split), where a point's fetches and footprint are bounded together;
 the dominance pass (`cell_blocks`) screens its (tile_stat, tile_mov) groups by the cases (over every
 tile_k at once) and then prices one cell per split, a case count cheaper than the cases tile by tile; a
-later pass, asked about the structures still live only, prices those case by case (`_live_cases`).
+later pass, asked about the structures still live only, prices those case by case (`_live_cases`). With
+latency beside off-chip bytes or energy, that later pass prices each split's fine loop-order and block-size
+cases too (`latency_cased`): the fewest fetches need the largest blocks, which load the most before anything
+overlaps, pad the most tiles and, beyond PSUM, accumulate in SBUF.
 """
 
 from __future__ import annotations
@@ -46,6 +49,15 @@ from workload.problem import Problem
 
 #: the objectives the cells bound
 CELL_OBJECTIVES = ("latency", "offchip_bytes", "energy", "footprint")
+
+
+def latency_cased(objectives: tuple[str, ...]) -> bool:
+    """Whether a later pass (`_live_cases`) cuts each split into its fine loop-order and block-size cases for
+    latency beside off-chip bytes or energy (`bounds.split_cells`' ``latency_cases``): the fewest fetches take
+    the largest blocks, the largest first blocks to load, the most padding and, beyond what PSUM holds, SBUF
+    accumulation's adds, so one cell per split pairs the least latency with the least bytes, which no point
+    has. (With footprint the cases are footprint's.)"""
+    return "latency" in objectives and len(objectives) > 1 and "footprint" not in objectives
 
 
 def _rows(
@@ -192,6 +204,7 @@ def cell_blocks(
     per_stat = math.prod(len(choices[n]) for n in TILE_PARAMS[1:])
     per_tile_stat = per_stat // len(choices["tile_stat"])
     energy, footprint = "energy" in objectives, "footprint" in objectives
+    cased = footprint or latency_cased(objectives)
 
     def one(at: int) -> Iterator[tuple[int, np.ndarray]]:
         one_stat = {**choices, "stationary": (choices["stationary"][at],)}
@@ -215,7 +228,7 @@ def cell_blocks(
                 mask = live[at * per_stat : (at + 1) * per_stat].reshape((*open_groups.shape, -1))
                 mask = mask & open_groups[:, :, None]
                 stats = np.flatnonzero(mask.any(axis=(1, 2)))
-                if footprint:
+                if cased:
                     for i in stats.tolist():
                         first = at * per_stat + i * per_tile_stat
                         got = _live_cases(problem, hw, one_stat, consts, split, i, mask[i], objectives, front)
@@ -270,7 +283,10 @@ def _live_cases(
     energy = "energy" in objectives
     n_obj = len(objectives)
     full = np.full((*mask.shape, n_obj), np.inf)
-    for _, _, lat, floors in split_cells(problem, hw, some, consts, energy=energy, footprint=True, only=split):
+    footprint = "footprint" in objectives
+    for _, _, lat, floors in split_cells(
+        problem, hw, some, consts, energy=energy, footprint=footprint, latency_cases=not footprint, only=split
+    ):
         assert floors is not None
         rows = _rows(hw, lat, floors, objectives).reshape(-1, len(tms), len(tks), n_obj)  # (cases, tile_mov, tile_k)
         open_ = ~dominated_rows(rows.reshape(-1, n_obj), front).reshape(rows.shape[:-1])

@@ -43,6 +43,7 @@ different cases, and a least over the cases would pair them (the same tests, wit
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -87,8 +88,11 @@ def _times(tiles: F, most: F) -> F:
         return np.where(most >= 1, np.ceil(tiles / np.maximum(most, 1)), np.inf)
 
 
-def _brackets(cap: int) -> list[tuple[int, int]]:
-    """``[lo, hi)`` ranges of block sizes 1 .. `cap` by powers of two: ``(1, 2), (2, 4), ..., (.., cap + 1)``."""
+def _brackets(cap: int, fine: bool = False) -> list[tuple[int, int]]:
+    """``[lo, hi)`` ranges of block sizes 1 .. `cap` by powers of two: ``(1, 2), (2, 4), ..., (.., cap + 1)``;
+    `fine`: every block size its own range."""
+    if fine:
+        return [(b, b + 1) for b in range(1, cap + 1)]
     out, lo = [], 1
     while lo <= cap:
         out.append((lo, min(2 * lo, cap + 1)))
@@ -177,12 +181,39 @@ def refetch_cases(
     return _needed(cases) if max((np.size(x) for x, _ in cases), default=0) > _FEW else cases
 
 
-def footprint_cases(hw: TrainiumHardware, c: ProblemConsts, q: CoreShare, caps: tuple[int, int, int]) -> tuple[F, F, F]:
+def _padded(tiles: F, lo: int, hi: int) -> F:
+    """Fewest tiles a core computes of a role with `tiles` tiles in blocks of ``lo .. hi - 1`` tiles: ``b x
+    ceil(tiles / b)`` at its least over those blocks ``b`` (whole blocks cover the tiles, `nest.split_role`)."""
+    return np.min([b * np.ceil(tiles / b) for b in range(lo, hi)], axis=0)
+
+
+def footprint_cases(
+    hw: TrainiumHardware, c: ProblemConsts, q: CoreShare, caps: tuple[int, int, int], latency: bool = False
+) -> tuple[F, ...]:
     """``(stationary, moving, held)`` arrays, one entry per case along a leading axis before `q`'s axes: the ways
     a point can fetch its operands, cut by block size so that what a
     case fetches and what it holds are both floors of its points: fetch multipliers as in `refetch_cases`,
     and ``held`` the bytes per SBUF partition (PSUM banks at their bytes) no point of the case holds fewer
-    of: `cost.accumulation`'s footprint over the partitions.
+    of (`cost.accumulation`'s footprint over the partitions).
+
+    With `latency`, ``(stationary, moving, held, lead_s, lead_m, pad_s, pad_m, adds)`` over finer cases (every
+    block size its own range), for latency's cells beside off-chip bytes or energy: a case whose least holding
+    breaks both accumulators' SBUF and PSUM capacities has no point (its fetches ``inf``); ``lead_s`` / ``lead_m``
+    the (tile x k tile)
+    units of each input's first block no point of the case loads fewer of: ``bs x bk`` and ``bm x bk`` at the
+    case's least blocks (``bk >= Nk`` with one k block, else ``>= 1``; ``bb >= 1``), the first blocks that
+    `cost.traffic`'s prologue loads before anything overlaps (its ``stat_blk + mov_blk``), and ``pad_s`` /
+    ``pad_m`` the fewest stationary and moving tiles a core computes (``bs hs`` and ``bm hm`` of
+    `cost.traffic`'s ``n_out``: whole blocks, `_padded` over the case's block range; ``Ns``, ``Nm`` where the
+    case leaves the block free), and ``adds`` the fewest accumulating adds per output tile at eviction: ``hk -
+    1 >= max(ceil(Nk / bk_most), 2) - 1`` where a case of several k blocks cannot hold its open tiles in
+    PSUM (so its points accumulate in SBUF, `cost.accumulation`), with ``bk_most`` the most k tiles per block
+    that SBUF holds beside the case's least holding (at most the block_k cap), else 0. The case of both loops
+    inside k with both operands fetched once is left out then: `cost.fetches` fetches an operand again per
+    trip of a loop outside its innermost own loop, so such a point has one role's block loop trivial (``hs =
+    1`` or ``hm = 1``), and it is in the s-inside-k (or m-inside-k) case of its own block size, whose floors
+    (one fetch of each, ``live >= b x Ns``, ``b`` tiles in the first block) are all at most its values and
+    tighter than that case's (``live >= Ns x Nm`` beside one tile of each input).
 
     A point holds ``2 bk kslots bb (bs ts s_stat + bm tm s_mov)`` input bytes and ``live`` open output
     tiles of ``tm`` elements: with a PSUM accumulator at the output's bytes and ``live x banks per tile``
@@ -198,9 +229,11 @@ def footprint_cases(hw: TrainiumHardware, c: ProblemConsts, q: CoreShare, caps: 
     - one k block (every k tile in the block: ``Nk`` tiles of each input): m outside s, ``stat x ceil(Nm
       / bm)``; s outside m, ``mov x ceil(Ns / bs)``; ``live >= bs bm`` at the output's bytes.
 
-    Capacities are not applied (they only make blocks smaller: more fetches, as floors go). Used for
-    the footprint objective's cells (`bounds.split_cells`), where `refetch_cases`' least fetches beside
-    the least footprint bound nothing: the two sit in different loop orders and block sizes.
+    Capacities are not applied (they only make blocks smaller: more fetches, as floors go), but with `latency`
+    as said. Used for the footprint objective's cells and (`latency`) for latency's beside another objective
+    (`bounds.split_cells`), where `refetch_cases`' least fetches beside the least footprint, or beside the
+    least latency, bound nothing: they sit in different loop orders and block sizes (the fewest fetches take
+    the largest blocks: the most held, the largest first blocks to load, the most padding).
     """
     cap_s, cap_m, cap_k = caps
     kslots = np.ceil(q.ek / hw.pe_rows)
@@ -208,41 +241,73 @@ def footprint_cases(hw: TrainiumHardware, c: ProblemConsts, q: CoreShare, caps: 
     bank = np.ceil(q.em * 4 / hw.psum_bank_bytes) * hw.psum_bank_bytes  # one open tile's PSUM bytes
     shape = np.broadcast_shapes(*(np.shape(a) for a in (q.ns, q.nm, q.nk, q.es, q.em, q.ek)))
 
-    def held(inputs: F, live: F | float, acc_bytes: float) -> F:
-        return np.minimum(inputs + live * (q.em * c.s_out + bank), inputs + live * q.em * acc_bytes + 2 * bank)
+    per_tile = np.ceil(q.em * 4 / hw.psum_bank_bytes)  # PSUM banks of one open tile
+    room, banks = float(hw.sbuf_partition_bytes), float(hw.psum_banks)
+
+    def held(inputs: F, live: F | float, acc_bytes: float) -> tuple[F, F, F, F]:
+        """Least bytes held per partition, where either accumulator can hold that much (SBUF and PSUM
+        capacities, `cost.capacity_violations`: a case that breaks both at its least has no point), where
+        the PSUM accumulator cannot (the points then accumulate in SBUF), and the most k tiles a block can then
+        have (`inputs` is a block's at one k tile with several k blocks: the input bytes grow with ``bk``)."""
+        in_psum, in_sbuf = inputs + live * q.em * c.s_out, inputs + live * q.em * acc_bytes
+        psum_fits = (in_psum <= room) & (live * per_tile <= banks)
+        fits = psum_fits | ((in_sbuf <= room) & (2 * per_tile <= banks))
+        k_most = np.minimum(np.floor((room - live * q.em * acc_bytes) / inputs), cap_k)
+        return np.minimum(in_psum + live * bank, in_sbuf + 2 * bank), fits, ~psum_fits, k_most
 
     def axis(values: F) -> F:  # one entry per case of a group, before the (tile_stat, tile_mov, tile_k) axes
         return np.asarray(values, dtype=np.float64).reshape(-1, 1, 1, 1)
 
-    lo_s, most_s = (np.asarray(v, dtype=np.float64) for v in zip(*_brackets(cap_s), strict=True))
-    lo_m, most_m = (np.asarray(v, dtype=np.float64) for v in zip(*_brackets(cap_m), strict=True))
+    lo_s, most_s = (np.asarray(v, dtype=np.float64) for v in zip(*_brackets(cap_s, latency), strict=True))
+    lo_m, most_m = (np.asarray(v, dtype=np.float64) for v in zip(*_brackets(cap_m, latency), strict=True))
     most_s, most_m = most_s - 1, most_m - 1  # a range's largest block
-    groups: list[tuple[F | float, F | float, F, F]] = []  # (stationary, moving, held, where the group can occur)
+    pad_s = np.stack([_padded(q.ns, lo, hi) for lo, hi in _brackets(cap_s, latency)])  # one per block range
+    pad_m = np.stack([_padded(q.nm, lo, hi) for lo, hi in _brackets(cap_m, latency)])
+    # (stationary, moving, held, where it fits, where it accumulates in SBUF, its most k tiles per block there,
+    # lead_s, lead_m, pad_s, pad_m, where the group can occur)
+    groups: list[tuple[Any, ...]] = []
     several = np.full(np.shape(q.nk), True) if q.k_least else q.nk >= 2
     if several.any():
         ps, pm = np.repeat(lo_s, len(lo_m)), np.tile(lo_m, len(lo_s))  # both fetched again: every pair of ranges
         both = (np.ceil(q.nm / axis(np.tile(most_m, len(lo_s)))), np.ceil(q.ns / axis(np.repeat(most_s, len(lo_m)))))
-        groups.append((*both, held(axis(ps) * tile_s + axis(pm) * tile_m, axis(ps * pm), 4.0), several))
+        pads = (np.repeat(pad_s, len(lo_m), axis=0), np.tile(pad_m, (len(lo_s), *([1] * (pad_m.ndim - 1)))))
         groups.append(
-            (np.ceil(q.nm / axis(most_m)), 1.0, held(tile_s + axis(lo_m) * tile_m, axis(lo_m) * q.ns, 4.0), several)
-        )
+            (*both, *held(axis(ps) * tile_s + axis(pm) * tile_m, axis(ps * pm), 4.0), axis(ps), axis(pm), *pads,
+             several)
+        )  # fmt: skip
         groups.append(
-            (1.0, np.ceil(q.ns / axis(most_s)), held(axis(lo_s) * tile_s + tile_m, axis(lo_s) * q.nm, 4.0), several)
-        )
-        groups.append((1.0, 1.0, held(tile_s + tile_m, q.ns * q.nm, 4.0)[None], several))
+            (np.ceil(q.nm / axis(most_m)), 1.0, *held(tile_s + axis(lo_m) * tile_m, axis(lo_m) * q.ns, 4.0), 1.0,
+             axis(lo_m), q.ns, pad_m, several)
+        )  # fmt: skip
+        groups.append(
+            (1.0, np.ceil(q.ns / axis(most_s)), *held(axis(lo_s) * tile_s + tile_m, axis(lo_s) * q.nm, 4.0),
+             axis(lo_s), 1.0, pad_s, q.nm, several)
+        )  # fmt: skip
+        if not latency:  # (with `latency` every such point is in another case: the docstring)
+            groups.append((1.0, 1.0, *(v[None] for v in held(tile_s + tile_m, q.ns * q.nm, 4.0)), 1.0, 1.0, q.ns,
+                           q.nm, several))  # fmt: skip
     fits = q.nk <= cap_k
     if fits.any():  # one k block: m outside s (the stationary blocks fetched again per moving block), s outside m
         groups.append(
-            (np.ceil(q.nm / axis(most_m)), 1.0, held(q.nk * (tile_s + axis(lo_m) * tile_m), axis(lo_m), c.s_out), fits)
-        )
+            (np.ceil(q.nm / axis(most_m)), 1.0, *held(q.nk * (tile_s + axis(lo_m) * tile_m), axis(lo_m), c.s_out),
+             q.nk, q.nk * axis(lo_m), q.ns, pad_m, fits)
+        )  # fmt: skip
         groups.append(
-            (1.0, np.ceil(q.ns / axis(most_s)), held(q.nk * (axis(lo_s) * tile_s + tile_m), axis(lo_s), c.s_out), fits)
-        )
+            (1.0, np.ceil(q.ns / axis(most_s)), *held(q.nk * (axis(lo_s) * tile_s + tile_m), axis(lo_s), c.s_out),
+             q.nk * axis(lo_s), q.nk, pad_s, q.nm, fits)
+        )  # fmt: skip
     out = []
-    for x, y, h, can in groups:
+    for x, y, h, room_ok, sbuf_acc, k_most, *rest, can in groups:
         full = (np.shape(h)[0], *shape)
-        out.append([np.where(can, np.broadcast_to(v, full), np.inf) for v in (x, y)] + [np.broadcast_to(h, full)])
-    return tuple(np.concatenate(parts) for parts in zip(*out, strict=True))  # type: ignore[return-value]
+        fetched = [np.where(can & room_ok if latency else can, np.broadcast_to(v, full), np.inf) for v in (x, y)]
+        if not latency:
+            out.append([*fetched, np.broadcast_to(h, full)])
+            continue
+        # k blocks of a point with several: at least 2, and Nk over the most k tiles SBUF leaves a block
+        hk = np.maximum(np.ceil(q.nk / np.maximum(k_most, 1)), 2)
+        adds = np.where(sbuf_acc, hk - 1, 0.0) if can is several else np.zeros(1)  # one k block: no adds
+        out.append([*fetched, np.broadcast_to(h, full), *(np.broadcast_to(v, full) for v in (*rest, adds))])
+    return tuple(np.concatenate(parts) for parts in zip(*out, strict=True))
 
 
 def refetch_floors(

@@ -1,0 +1,140 @@
+"""Trainium's latency cases: a later dominance pass cuts each core split into its loop orders and exact block
+sizes for latency beside off-chip bytes or energy (issue #12, two objectives; `refetch.footprint_cases` with
+``latency``, `front_cells._live_cases`).
+
+- admissible: every feasible point of a structure is, on latency, off-chip bytes and energy, no better than
+  one of its splits' case rows (`bounds.split_cells` with ``latency_cases``), and the later pass keeps a
+  structure against a front just worse than the structure's own exact front, on random small problems, on
+  the presets and on parts with a small SBUF and few PSUM banks, where the capacities, the SBUF
+  accumulation's adds and the padding of whole blocks bind;
+- tighter: on a Llama-7B-like prefill GEMM the later pass leaves out structures whose core splits alone
+  (the first pass's cells) stay live, each checked point by point.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from costmodels.trainium.bounds import TILE_PARAMS, split_cells
+from costmodels.trainium.target import TrainiumTarget
+from mapper.bounds import RTOL, dominated_rows, live_structures
+from mapper.enumerate import pareto_front
+from tests.costmodels.trainium.tile_structures import every_tile_target, structure_choices, structure_codes
+from workload.conv2d import conv2d
+from workload.einsum import einsum
+from workload.problem import Problem
+
+#: parts where the capacities bind on small problems (`test_trainium_front_cells.SMALL_PARTS`), and the presets'
+PARTS: list[dict[str, object]] = [{}, {"sbuf_partition_bytes": 4096}, {"sbuf_partition_bytes": 16384, "psum_banks": 2}]
+
+
+def _problem(rng: random.Random) -> Problem:
+    kind = rng.choice(["gemm", "bgemm", "fp32", "conv"])
+    m, k, n = rng.randint(1, 300), rng.randint(100, 3000), rng.randint(1, 400)
+    if kind == "bgemm":
+        return einsum("bmk,bkn->bmn", {"b": rng.randint(2, 3), "m": m, "k": k, "n": n}, dtype="bf16")
+    if kind == "conv":
+        side = rng.randint(3, 10)
+        return conv2d(batch=1, in_channels=rng.randint(8, 200), out_channels=rng.randint(4, 70),
+                      input_height=side + 2, input_width=side, kernel=rng.choice([1, 3]))  # fmt: skip
+    return einsum("mk,kn->mn", {"m": m, "k": k, "n": n}, dtype="f32" if kind == "fp32" else "bf16", weight=1)
+
+
+def _points(t: TrainiumTarget, p: Problem, flat: int, objectives: tuple[str, ...]) -> np.ndarray:
+    s = t.score_codes(p, structure_codes(t.space(p), flat))
+    values = np.stack([np.asarray(s.objectives[o], dtype=np.float64) for o in objectives], axis=1)
+    return values[np.asarray(s.feasible)]
+
+
+def _later_pass(t: TrainiumTarget, p: Problem, objectives: tuple[str, ...], front: np.ndarray, asked: np.ndarray):
+    total = asked.size
+    blocks = t.structure_front_cell_blocks(p, TILE_PARAMS, objectives, front, asked)
+    assert blocks is not None
+    return live_structures(blocks, total, front)
+
+
+def _case_rows(t: TrainiumTarget, p: Problem, flat: int) -> np.ndarray:
+    """(latency s, off-chip bytes, energy pJ) of every case of every core split of structure `flat`."""
+    space = t.space(p)
+    choices = {q.name: q.choices for q in space.params}
+    narrowed = {**choices, **{n: (v,) for n, v in structure_choices(space, flat).items()}}
+    consts = t._run_consts(p)  # the target's own problem constants (what its cells use)
+    rows = []
+    for _, _, lat, floors in split_cells(p, t.hardware, narrowed, consts, latency_cases=True):
+        assert floors is not None and lat.ndim == 4  # (cases, tile_stat, tile_mov, tile_k)
+        cols = [lat / t.hardware.te_clock_hz, floors["offchip_bytes"], floors["energy"]]
+        rows.append(np.stack([np.broadcast_to(c, lat.shape).reshape(-1) for c in cols], axis=1))
+    return np.concatenate(rows)
+
+
+@pytest.mark.parametrize("part", range(len(PARTS)))
+@pytest.mark.parametrize("seed", range(5))
+def test_every_feasible_point_is_no_better_than_one_of_its_case_rows(seed: int, part: int) -> None:
+    rng = random.Random(50 + seed)
+    p, t = _problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]), **PARTS[part])
+    objectives = ("latency", "offchip_bytes", "energy")
+    total = int(np.prod([len(q.choices) for q in t.space(p).params[:4]]))
+    checked = 0
+    for flat in sorted({rng.randrange(total) for _ in range(10)}):
+        points = np.unique(_points(t, p, flat, objectives), axis=0)
+        rows = _case_rows(t, p, flat)
+        covered = np.all(rows[None, :, :] <= points[:, None, :] * (1 + RTOL), axis=2).any(axis=1)
+        assert covered.all(), (p.label, t.name, flat, points[~covered][:3])
+        checked += len(points)
+    assert checked > 0
+
+
+@pytest.mark.parametrize("part", range(len(PARTS)))
+@pytest.mark.parametrize("seed", range(5))
+def test_a_structure_stays_live_against_a_front_just_worse_than_its_own(seed: int, part: int) -> None:
+    """The later pass must keep a structure whose own exact front the given front does not reach (each point
+    taken 1e-6 worse on every objective): a case row above the structure's points would leave it out."""
+    rng = random.Random(seed)
+    p, t = _problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]), **PARTS[part])
+    objectives = rng.choice([("latency", "offchip_bytes"), ("latency", "energy")])
+    total = int(np.prod([len(q.choices) for q in t.space(p).params[:4]]))
+    kept = checked = 0
+    for flat in sorted({rng.randrange(total) for _ in range(10)}):
+        points = _points(t, p, flat, objectives)
+        if not len(points):
+            continue
+        own = points[pareto_front(points)]
+        asked = np.zeros(total, dtype=bool)
+        asked[flat] = True
+        worse = _later_pass(t, p, objectives, own * (1 + 1e-6), asked)
+        assert worse is not None and worse[flat], (p.label, t.name, flat, objectives)
+        # its own front exactly: the structure may be left out (its points equal front points), never kept
+        # because of a point the front beats
+        equal = _later_pass(t, p, objectives, own, asked)
+        assert equal is not None
+        kept += int(equal[flat])
+        checked += 1
+    assert checked > 0
+
+
+def test_the_later_pass_leaves_out_structures_the_core_splits_alone_keep() -> None:
+    """A Llama-7B prefill-shaped GEMM (tokens x 4096 x 11008, scaled down): the fastest points of a structure
+    compute whole blocks of tiles (padding), load large first blocks and, where PSUM cannot hold the open output
+    tiles, add the k blocks in SBUF; the fewest fetches need exactly those. One cell per core split pairs the
+    least latency with the least bytes; the cases do not, so the later pass leaves out structures the first
+    pass kept, and every point of each is dominated by (or equal to) a front point."""
+    p = einsum("mk,kn->mn", {"m": 512, "k": 1024, "n": 1376}, dtype="bf16", weight=1)
+    t = every_tile_target("trn1")
+    objectives = ("latency", "offchip_bytes")
+    params = t.space(p).params[:4]
+    total = int(np.prod([len(q.choices) for q in params]))
+    rng = random.Random(3)
+    scored = [_points(t, p, flat, objectives) for flat in rng.sample(range(total), 150)]
+    points = np.concatenate(scored)
+    front = points[pareto_front(points)]
+    first = live_structures(t.structure_front_cell_blocks(p, TILE_PARAMS, objectives, front), total, front)
+    assert first is not None and first.any()
+    again = _later_pass(t, p, objectives, front, first)
+    assert again is not None and not (again & ~first).any()
+    out = np.flatnonzero(first & ~again)
+    assert len(out) > 0.02 * first.sum(), (int(first.sum()), len(out))  # 3,506 of 65,490 when written
+    for flat in out[:: max(1, len(out) // 10)][:10].tolist():
+        assert dominated_rows(_points(t, p, flat, objectives), front * (1 + RTOL)).all(), flat
