@@ -333,9 +333,9 @@ def split_cells(
                 by = footprint_cases(hw, c, share, caps, latency=True)
                 case_chip, case_dma = case_floors(hw, c, used, share, [(by[0], by[1])], core_out)[0]
                 chip, dma = np.maximum(chip, case_chip), np.maximum(dma, case_dma)  # both floors of the case's points
-                first = ek * (by[3] * es * c.s_stat + by[4] * em * c.s_mov) / hw.core_dma_bytes_per_s * f
-                n_case = per_b * by[5] * by[6]  # whole blocks: the case's fewest output tiles per core
-                adds = by[7] * (2 * em + hw.access_overhead_cycles)  # SBUF accumulation's adds (`cost.accumulation`)
+                first = ek * (by[2] * es * c.s_stat + by[3] * em * c.s_mov) / hw.core_dma_bytes_per_s * f
+                n_case = per_b * by[4] * by[5]  # whole blocks: the case's fewest output tiles per core
+                adds = by[6] * (2 * em + hw.access_overhead_cycles)  # SBUF accumulation's adds (`cost.accumulation`)
                 te, evict = n_case * nk * ii, n_case * (em + hw.access_overhead_cycles + adds) * ve
             bound = np.maximum(first + np.maximum(te, evict), dma)
             # a split no (cores, shard) choice gives with those tiles has no point (nor one with more cores on

@@ -42,6 +42,7 @@ different cases, and a least over the cases would pair them (the same tests, wit
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,11 +89,18 @@ def _times(tiles: F, most: F) -> F:
         return np.where(most >= 1, np.ceil(tiles / np.maximum(most, 1)), np.inf)
 
 
-def _brackets(cap: int, fine: bool = False) -> list[tuple[int, int]]:
+def _brackets(cap: int, fine: bool = False, tiles: F | None = None) -> list[tuple[int, int]]:
     """``[lo, hi)`` ranges of block sizes 1 .. `cap` by powers of two: ``(1, 2), (2, 4), ..., (.., cap + 1)``;
-    `fine`: every block size its own range."""
+    `fine`: every block size its own range, or, where the role has one tile count ``N`` (`tiles`), the runs of
+    block sizes with one count of blocks ``ceil(N / b)``: a run's blocks fetch the other operand as often,
+    and its smallest holds, loads and pads the least, so its floors are each block's own there."""
     if fine:
-        return [(b, b + 1) for b in range(1, cap + 1)]
+        counts = np.unique(np.asarray(tiles)) if tiles is not None else np.empty(0)
+        if len(counts) != 1:
+            return [(b, b + 1) for b in range(1, cap + 1)]
+        n = float(counts[0])
+        starts = sorted({math.ceil(n / math.ceil(n / b)) for b in range(1, cap + 1)})
+        return list(zip(starts, [*starts[1:], cap + 1], strict=True))
     out, lo = [], 1
     while lo <= cap:
         out.append((lo, min(2 * lo, cap + 1)))
@@ -196,13 +204,13 @@ def footprint_cases(
     and ``held`` the bytes per SBUF partition (PSUM banks at their bytes) no point of the case holds fewer
     of (`cost.accumulation`'s footprint over the partitions).
 
-    With `latency`, ``(stationary, moving, held, lead_s, lead_m, pad_s, pad_m, adds)`` over finer cases (every
-    block size its own range), for latency's cells beside off-chip bytes or energy: a case whose least holding
-    breaks both accumulators' SBUF and PSUM capacities has no point (its fetches ``inf``); ``lead_s`` / ``lead_m``
-    the (tile x k tile)
-    units of each input's first block no point of the case loads fewer of: ``bs x bk`` and ``bm x bk`` at the
-    case's least blocks (``bk >= Nk`` with one k block, else ``>= 1``; ``bb >= 1``), the first blocks that
-    `cost.traffic`'s prologue loads before anything overlaps (its ``stat_blk + mov_blk``), and ``pad_s`` /
+    With `latency`, ``(stationary, moving, lead_s, lead_m, pad_s, pad_m, adds)`` over finer cases (every block
+    size its own range, `_brackets`), for latency's cells beside off-chip bytes or energy: a case whose least
+    holding breaks both accumulators' SBUF and PSUM capacities has no point (its fetches ``inf``); ``lead_s`` /
+    ``lead_m`` the (tile x k tile) units of each input's first block no point of the case loads fewer of: ``bs x
+    bk`` and ``bm x bk`` at the case's least blocks (``bk >= Nk`` with one k block, else ``>= 1``; ``bb >= 1``),
+    the first blocks that `cost.traffic`'s prologue loads before anything overlaps (its ``stat_blk +
+    mov_blk``), and ``pad_s`` /
     ``pad_m`` the fewest stationary and moving tiles a core computes (``bs hs`` and ``bm hm`` of
     `cost.traffic`'s ``n_out``: whole blocks, `_padded` over the case's block range; ``Ns``, ``Nm`` where the
     case leaves the block free), and ``adds`` the fewest accumulating adds per output tile at eviction: ``hk -
@@ -253,16 +261,18 @@ def footprint_cases(
         psum_fits = (in_psum <= room) & (live * per_tile <= banks)
         fits = psum_fits | ((in_sbuf <= room) & (2 * per_tile <= banks))
         k_most = np.minimum(np.floor((room - live * q.em * acc_bytes) / inputs), cap_k)
-        return np.minimum(in_psum + live * bank, in_sbuf + 2 * bank), fits, ~psum_fits, k_most
+        least = fits if latency else np.minimum(in_psum + live * bank, in_sbuf + 2 * bank)  # (not asked: no bytes)
+        return least, fits, ~psum_fits, k_most
 
     def axis(values: F) -> F:  # one entry per case of a group, before the (tile_stat, tile_mov, tile_k) axes
         return np.asarray(values, dtype=np.float64).reshape(-1, 1, 1, 1)
 
-    lo_s, most_s = (np.asarray(v, dtype=np.float64) for v in zip(*_brackets(cap_s, latency), strict=True))
-    lo_m, most_m = (np.asarray(v, dtype=np.float64) for v in zip(*_brackets(cap_m, latency), strict=True))
+    runs_s, runs_m = _brackets(cap_s, latency, q.ns), _brackets(cap_m, latency, q.nm)
+    lo_s, most_s = (np.asarray(v, dtype=np.float64) for v in zip(*runs_s, strict=True))
+    lo_m, most_m = (np.asarray(v, dtype=np.float64) for v in zip(*runs_m, strict=True))
     most_s, most_m = most_s - 1, most_m - 1  # a range's largest block
-    pad_s = np.stack([_padded(q.ns, lo, hi) for lo, hi in _brackets(cap_s, latency)])  # one per block range
-    pad_m = np.stack([_padded(q.nm, lo, hi) for lo, hi in _brackets(cap_m, latency)])
+    pad_s = np.stack([_padded(q.ns, lo, hi) for lo, hi in runs_s])  # one per block range
+    pad_m = np.stack([_padded(q.nm, lo, hi) for lo, hi in runs_m])
     # (stationary, moving, held, where it fits, where it accumulates in SBUF, its most k tiles per block there,
     # lead_s, lead_m, pad_s, pad_m, where the group can occur)
     groups: list[tuple[Any, ...]] = []
@@ -298,15 +308,15 @@ def footprint_cases(
         )  # fmt: skip
     out = []
     for x, y, h, room_ok, sbuf_acc, k_most, *rest, can in groups:
-        full = (np.shape(h)[0], *shape)
+        full = (np.shape(room_ok)[0], *shape)
         fetched = [np.where(can & room_ok if latency else can, np.broadcast_to(v, full), np.inf) for v in (x, y)]
         if not latency:
             out.append([*fetched, np.broadcast_to(h, full)])
-            continue
+            continue  # (with `latency` no held bytes: its cases bound latency, not footprint)
         # k blocks of a point with several: at least 2, and Nk over the most k tiles SBUF leaves a block
         hk = np.maximum(np.ceil(q.nk / np.maximum(k_most, 1)), 2)
         adds = np.where(sbuf_acc, hk - 1, 0.0) if can is several else np.zeros(1)  # one k block: no adds
-        out.append([*fetched, np.broadcast_to(h, full), *(np.broadcast_to(v, full) for v in (*rest, adds))])
+        out.append([*fetched, *(np.broadcast_to(v, full) for v in (*rest, adds))])
     return tuple(np.concatenate(parts) for parts in zip(*out, strict=True))
 
 
