@@ -18,7 +18,9 @@ import random
 import numpy as np
 import pytest
 
+from costmodels.trainium import front_cells
 from costmodels.trainium.bounds import TILE_PARAMS, split_cells
+from costmodels.trainium.front_cells import CaseYield
 from costmodels.trainium.target import TrainiumTarget
 from mapper.bounds import RTOL, dominated_rows, live_structures
 from mapper.enumerate import pareto_front
@@ -115,12 +117,51 @@ def test_a_structure_stays_live_against_a_front_just_worse_than_its_own(seed: in
     assert checked > 0
 
 
-def test_the_later_pass_leaves_out_structures_the_core_splits_alone_keep() -> None:
+def test_the_later_pass_leaves_out_structures_the_core_splits_alone_keep(monkeypatch: pytest.MonkeyPatch) -> None:
     """A Llama-7B prefill-shaped GEMM (tokens x 4096 x 11008, scaled down): the fastest points of a structure
     compute whole blocks of tiles (padding), load large first blocks and, where PSUM cannot hold the open output
     tiles, add the k blocks in SBUF; the fewest fetches need exactly those. One cell per core split pairs the
     least latency with the least bytes; the cases do not, so the later pass leaves out structures the first
     pass kept, and every point of each is dominated by (or equal to) a front point."""
+    monkeypatch.setattr(CaseYield, "TRIAL", 10**9)  # the cases priced throughout (their yield: the next test)
+    p, t, objectives, front, first = _prefill_pass()
+    again = _later_pass(t, p, objectives, front, first)
+    assert again is not None and not (again & ~first).any()
+    out = np.flatnonzero(first & ~again)
+    assert len(out) > 0.02 * first.sum(), (int(first.sum()), len(out))  # 3,506 of 65,490 when written
+    for flat in out[:: max(1, len(out) // 10)][:10].tolist():
+        assert dominated_rows(_points(t, p, flat, objectives), front * (1 + RTOL)).all(), flat
+
+
+def test_a_pass_stops_pricing_cases_that_leave_out_too_few(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`CaseYield`: after its trial a pass prices cases only while they leave out at least `LEAST` of the
+    structures priced; the rest of the pass yields the split's own rows, floors too: such a pass leaves live a
+    superset of what the cases would, within the structures asked, and prices no case after the trial."""
+    y = CaseYield()
+    assert y.pays()
+    y.count(CaseYield.TRIAL, CaseYield.TRIAL)  # none left out
+    assert not y.pays()
+    y.count(0, -int(CaseYield.LEAST * y.priced) - 1)  # (as if that many more were left out)
+    assert y.pays()
+    p, t, objectives, front, first = _prefill_pass()
+    monkeypatch.setattr(CaseYield, "TRIAL", 10**9)
+    cases = _later_pass(t, p, objectives, front, first)
+    priced: list[int] = []
+    real = front_cells._live_cases
+
+    def counted(*args: object, **kwargs: object) -> np.ndarray | None:
+        priced.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(front_cells, "_live_cases", counted)
+    monkeypatch.setattr(CaseYield, "pays", lambda self: False)  # a pass past a trial that did not pay
+    rows = _later_pass(t, p, objectives, front, first)
+    assert cases is not None and rows is not None and not priced
+    assert not (rows & ~first).any() and not (cases & ~rows).any() and rows.sum() > cases.sum()
+
+
+def _prefill_pass() -> tuple[Problem, TrainiumTarget, tuple[str, ...], np.ndarray, np.ndarray]:
+    """A Llama-7B prefill-shaped GEMM, a front of 150 random structures' points and the first pass's live ones."""
     p = einsum("mk,kn->mn", {"m": 512, "k": 1024, "n": 1376}, dtype="bf16", weight=1)
     t = every_tile_target("trn1")
     objectives = ("latency", "offchip_bytes")
@@ -132,9 +173,4 @@ def test_the_later_pass_leaves_out_structures_the_core_splits_alone_keep() -> No
     front = points[pareto_front(points)]
     first = live_structures(t.structure_front_cell_blocks(p, TILE_PARAMS, objectives, front), total, front)
     assert first is not None and first.any()
-    again = _later_pass(t, p, objectives, front, first)
-    assert again is not None and not (again & ~first).any()
-    out = np.flatnonzero(first & ~again)
-    assert len(out) > 0.02 * first.sum(), (int(first.sum()), len(out))  # 3,506 of 65,490 when written
-    for flat in out[:: max(1, len(out) // 10)][:10].tolist():
-        assert dominated_rows(_points(t, p, flat, objectives), front * (1 + RTOL)).all(), flat
+    return p, t, objectives, front, first
