@@ -21,7 +21,12 @@ from costmodels.trainium.target import TrainiumTarget
 from mapper.bounds import RTOL, dominated_rows, live_structures
 from mapper.search import tune
 from mapper.settings import SearchSettings
-from tests.costmodels.trainium.tile_structures import every_tile_target, structure_choices, structure_codes
+from tests.costmodels.trainium.tile_structures import (
+    every_tile_target,
+    random_problem,
+    structure_choices,
+    structure_codes,
+)
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
@@ -29,18 +34,6 @@ from workload.problem import Problem
 OBJECTIVES = ("latency", "offchip_bytes", "energy", "footprint")
 #: the objectives whose cells are the core splits alone (`structure_cell_of_points` places points in them)
 SPLIT_OBJECTIVES = ("latency", "offchip_bytes", "energy")
-
-
-def _random_problem(rng: random.Random) -> Problem:
-    kind = rng.choice(["gemm", "bgemm", "fp32", "conv"])
-    m, k, n = rng.randint(1, 200), rng.randint(1, 300), rng.randint(1, 400)
-    if kind == "bgemm":
-        return einsum("bmk,bkn->bmn", {"b": rng.randint(2, 3), "m": m, "k": k, "n": n}, dtype="bf16")
-    if kind == "conv":
-        side = rng.randint(3, 10)
-        return conv2d(batch=1, in_channels=rng.randint(8, 40), out_channels=rng.randint(4, 70),
-                      input_height=side + 2, input_width=side, kernel=rng.choice([1, 3]))  # fmt: skip
-    return einsum("mk,kn->mn", {"m": m, "k": k, "n": n}, dtype="f32" if kind == "fp32" else "bf16", weight=1)
 
 
 def _structure_points(t: TrainiumTarget, p: Problem, flat: int) -> np.ndarray:
@@ -66,7 +59,7 @@ PARTS = [{}, *SMALL_PARTS]
 @pytest.mark.parametrize("seed", range(6))
 def test_every_feasible_point_is_no_better_than_one_of_its_structures_cells(seed: int, part: int) -> None:
     rng = random.Random(seed)
-    p, t = _random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]), **PARTS[part])
+    p, t = random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]), **PARTS[part])
     total = int(np.prod([len(q.choices) for q in t.space(p).params[:4]]))
     checked = 0
     for flat in sorted({rng.randrange(total) for _ in range(12)}):
@@ -91,7 +84,7 @@ def test_every_feasible_point_is_no_better_than_its_own_cell(seed: int, part: in
     """`structure_cell_of_points` names the cell (core split) whose vector bounds each point: live-cell scoring
     leaves out the points of dominated cells on that word (without footprint: its cells are finer)."""
     rng = random.Random(100 + seed)
-    p, t = _random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]), **PARTS[part])
+    p, t = random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]), **PARTS[part])
     space = t.space(p)
     total = int(np.prod([len(q.choices) for q in space.params[:4]]))
     checked, cells_hit = 0, set()
@@ -153,7 +146,7 @@ def test_a_front_given_to_the_blocks_leaves_the_same_structures_live(seed: int) 
     from mapper.enumerate import pareto_front
 
     rng = random.Random(200 + seed)
-    p, t = _random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]))
+    p, t = random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]))
     objectives = OBJECTIVES[: rng.choice([2, 3])]
     total = int(np.prod([len(q.choices) for q in t.space(p).params[:4]]))
     every = t.structure_front_cell_blocks(p, TILE_PARAMS, objectives)
@@ -286,7 +279,7 @@ def test_cells_read_from_a_groups_cells_are_the_structures_own(seed: int) -> Non
     from costmodels.trainium.front_cells import CellMemo, structure_cells
 
     rng = random.Random(300 + seed)
-    p, t = _random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]), **PARTS[seed % len(PARTS)])
+    p, t = random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]), **PARTS[seed % len(PARTS)])
     space = t.space(p)
     consts = t._run_consts(p)  # the target's own consts, as `structure_front_cells` passes them
     total = int(np.prod([len(q.choices) for q in space.params[:4]]))

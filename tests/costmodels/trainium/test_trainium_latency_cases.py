@@ -24,8 +24,12 @@ from costmodels.trainium.front_cells import CaseYield
 from costmodels.trainium.target import TrainiumTarget
 from mapper.bounds import RTOL, dominated_rows, live_structures
 from mapper.enumerate import pareto_front
-from tests.costmodels.trainium.tile_structures import every_tile_target, structure_choices, structure_codes
-from workload.conv2d import conv2d
+from tests.costmodels.trainium.tile_structures import (
+    every_tile_target,
+    random_problem,
+    structure_choices,
+    structure_codes,
+)
 from workload.einsum import einsum
 from workload.problem import Problem
 
@@ -34,15 +38,8 @@ PARTS: list[dict[str, object]] = [{}, {"sbuf_partition_bytes": 4096}, {"sbuf_par
 
 
 def _problem(rng: random.Random) -> Problem:
-    kind = rng.choice(["gemm", "bgemm", "fp32", "conv"])
-    m, k, n = rng.randint(1, 300), rng.randint(100, 3000), rng.randint(1, 400)
-    if kind == "bgemm":
-        return einsum("bmk,bkn->bmn", {"b": rng.randint(2, 3), "m": m, "k": k, "n": n}, dtype="bf16")
-    if kind == "conv":
-        side = rng.randint(3, 10)
-        return conv2d(batch=1, in_channels=rng.randint(8, 200), out_channels=rng.randint(4, 70),
-                      input_height=side + 2, input_width=side, kernel=rng.choice([1, 3]))  # fmt: skip
-    return einsum("mk,kn->mn", {"m": m, "k": k, "n": n}, dtype="f32" if kind == "fp32" else "bf16", weight=1)
+    """Random small problems with several k tiles (several k blocks) and wider convs."""
+    return random_problem(rng, m=(1, 300), k=(100, 3000), channels=(8, 200))
 
 
 def _points(t: TrainiumTarget, p: Problem, flat: int, objectives: tuple[str, ...]) -> np.ndarray:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 
 from costmodels.protocol import Choice, SearchSpace
 from costmodels.registry import get_target
 from costmodels.trainium.bounds import TILE_PARAMS
 from costmodels.trainium.target import TrainiumTarget
+from workload.conv2d import conv2d
+from workload.einsum import einsum
+from workload.problem import Problem
 
 
 def every_tile_target(name: str, **hardware: object) -> TrainiumTarget:
@@ -36,3 +41,22 @@ def structure_codes(space: SearchSpace, flat: int) -> dict[str, np.ndarray]:
     codes = {q.name: np.full(every.shape[1], q.choices.index(fixed[q.name])) for q in space.params[:4]}
     codes.update({q.name: every[i] for i, q in enumerate(inner)})
     return codes
+
+
+def random_problem(
+    rng: random.Random,
+    m: tuple[int, int] = (1, 200),
+    k: tuple[int, int] = (1, 300),
+    n: tuple[int, int] = (1, 400),
+    channels: tuple[int, int] = (8, 40),
+) -> Problem:
+    """A small random GEMM (bf16 or f32), batched GEMM or conv (sizes drawn from the given ranges)."""
+    kind = rng.choice(["gemm", "bgemm", "fp32", "conv"])
+    sizes = {"m": rng.randint(*m), "k": rng.randint(*k), "n": rng.randint(*n)}
+    if kind == "bgemm":
+        return einsum("bmk,bkn->bmn", {"b": rng.randint(2, 3), **sizes}, dtype="bf16")
+    if kind == "conv":
+        side = rng.randint(3, 10)
+        return conv2d(batch=1, in_channels=rng.randint(*channels), out_channels=rng.randint(4, 70),
+                      input_height=side + 2, input_width=side, kernel=rng.choice([1, 3]))  # fmt: skip
+    return einsum("mk,kn->mn", sizes, dtype="f32" if kind == "fp32" else "bf16", weight=1)
