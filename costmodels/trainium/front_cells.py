@@ -196,7 +196,9 @@ def cell_blocks(
     left out, `mapper.bounds.FrontCellBlocks`), only tile_stat choices with a live structure are priced, and
     with footprint the live structures are priced case by case after all (`_live_cases`): a later pass,
     over the few structures earlier passes left live, can afford the cases that a first pass over millions
-    cannot, and they leave out far more.
+    cannot, and they leave out far more. With latency beside off-chip bytes or energy (`latency_cased`), each
+    split's own row screens the live structures first (`_split_screened`), and those it leaves open are priced by
+    latency's cases while the cases pay in this pass (`CaseYield`), else by that row.
     """
     if names != TILE_PARAMS or not objectives or not set(objectives) <= set(CELL_OBJECTIVES):
         return None
