@@ -246,23 +246,24 @@ def footprint_cases(
     cap_s, cap_m, cap_k = caps
     kslots = np.ceil(q.ek / hw.pe_rows)
     tile_s, tile_m = 2 * kslots * q.es * c.s_stat, 2 * kslots * q.em * c.s_mov  # a tile of each, double-buffered
-    bank = np.ceil(q.em * 4 / hw.psum_bank_bytes) * hw.psum_bank_bytes  # one open tile's PSUM bytes
-    shape = np.broadcast_shapes(*(np.shape(a) for a in (q.ns, q.nm, q.nk, q.es, q.em, q.ek)))
-
     per_tile = np.ceil(q.em * 4 / hw.psum_bank_bytes)  # PSUM banks of one open tile
+    bank = per_tile * hw.psum_bank_bytes  # and their bytes
+    shape = np.broadcast_shapes(*(np.shape(a) for a in (q.ns, q.nm, q.nk, q.es, q.em, q.ek)))
     room, banks = float(hw.sbuf_partition_bytes), float(hw.psum_banks)
 
-    def held(inputs: F, live: F | float, acc_bytes: float) -> tuple[F, F, F, F]:
-        """Least bytes held per partition, where either accumulator can hold that much (SBUF and PSUM
-        capacities, `cost.capacity_violations`: a case that breaks both at its least has no point), where
-        the PSUM accumulator cannot (the points then accumulate in SBUF), and the most k tiles a block can then
-        have (`inputs` is a block's at one k tile with several k blocks: the input bytes grow with ``bk``)."""
+    def held(inputs: F, live: F | float, acc_bytes: float) -> tuple[F, F | bool, F | bool, F | float]:
+        """Without `latency`: the least bytes held per partition (the rest unused). With it (no bytes asked;
+        the first entry carries the case axis): where either accumulator can hold the case's least (SBUF and
+        PSUM capacities, `cost.capacity_violations`: a case that breaks both has no point), where the PSUM
+        accumulator cannot (its points then accumulate in SBUF), and the most k tiles a block can then have
+        (`inputs` is a block's at one k tile with several k blocks: the input bytes grow with ``bk``)."""
         in_psum, in_sbuf = inputs + live * q.em * c.s_out, inputs + live * q.em * acc_bytes
+        if not latency:
+            return np.minimum(in_psum + live * bank, in_sbuf + 2 * bank), True, False, 0.0
         psum_fits = (in_psum <= room) & (live * per_tile <= banks)
         fits = psum_fits | ((in_sbuf <= room) & (2 * per_tile <= banks))
         k_most = np.minimum(np.floor((room - live * q.em * acc_bytes) / inputs), cap_k)
-        least = fits if latency else np.minimum(in_psum + live * bank, in_sbuf + 2 * bank)  # (not asked: no bytes)
-        return least, fits, ~psum_fits, k_most
+        return fits, fits, ~psum_fits, k_most
 
     def axis(values: F) -> F:  # one entry per case of a group, before the (tile_stat, tile_mov, tile_k) axes
         return np.asarray(values, dtype=np.float64).reshape(-1, 1, 1, 1)
@@ -294,8 +295,8 @@ def footprint_cases(
              axis(lo_s), 1.0, pad_s, q.nm, several)
         )  # fmt: skip
         if not latency:  # (with `latency` every such point is in another case: the docstring)
-            groups.append((1.0, 1.0, *(v[None] for v in held(tile_s + tile_m, q.ns * q.nm, 4.0)), 1.0, 1.0, q.ns,
-                           q.nm, several))  # fmt: skip
+            every_open, *unused = held(tile_s + tile_m, q.ns * q.nm, 4.0)  # (bytes only, without `latency`)
+            groups.append((1.0, 1.0, every_open[None], *unused, 1.0, 1.0, q.ns, q.nm, several))
     fits = q.nk <= cap_k
     if fits.any():  # one k block: m outside s (the stationary blocks fetched again per moving block), s outside m
         groups.append(
@@ -308,7 +309,7 @@ def footprint_cases(
         )  # fmt: skip
     out = []
     for x, y, h, room_ok, sbuf_acc, k_most, *rest, can in groups:
-        full = (np.shape(room_ok)[0], *shape)
+        full = (np.shape(h)[0], *shape)
         fetched = [np.where(can & room_ok if latency else can, np.broadcast_to(v, full), np.inf) for v in (x, y)]
         if not latency:
             out.append([*fetched, np.broadcast_to(h, full)])

@@ -95,7 +95,7 @@ def test_a_structure_stays_live_against_a_front_just_worse_than_its_own(seed: in
     p, t = _problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]), **PARTS[part])
     objectives = rng.choice([("latency", "offchip_bytes"), ("latency", "energy")])
     total = int(np.prod([len(q.choices) for q in t.space(p).params[:4]]))
-    kept = checked = 0
+    checked = 0
     for flat in sorted({rng.randrange(total) for _ in range(10)}):
         points = _points(t, p, flat, objectives)
         if not len(points):
@@ -105,11 +105,6 @@ def test_a_structure_stays_live_against_a_front_just_worse_than_its_own(seed: in
         asked[flat] = True
         worse = _later_pass(t, p, objectives, own * (1 + 1e-6), asked)
         assert worse is not None and worse[flat], (p.label, t.name, flat, objectives)
-        # its own front exactly: the structure may be left out (its points equal front points), never kept
-        # because of a point the front beats
-        equal = _later_pass(t, p, objectives, own, asked)
-        assert equal is not None
-        kept += int(equal[flat])
         checked += 1
     assert checked > 0
 
