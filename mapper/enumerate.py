@@ -82,8 +82,8 @@ def chunk_codes(space: SearchSpace, start: int, stop: int) -> dict[str, np.ndarr
     """Code columns of points ``start..stop-1`` of the space (C order, as `SearchSpace.columns()`)."""
     shape = tuple(len(p.choices) for p in space.params)
     flat = np.arange(start, stop, dtype=np.intp)
-    digits = np.unravel_index(flat, shape) if shape else ()
-    return {p.name: d.astype(np.intp, copy=False) for p, d in zip(space.params, digits, strict=True)}
+    digits = np.unravel_index(flat, shape) if shape else ()  # strided views of one array: each column copied
+    return {p.name: np.ascontiguousarray(d, dtype=np.intp) for p, d in zip(space.params, digits, strict=True)}
 
 
 def subspace_codes(space: SearchSpace, fixed: dict[str, int], inner: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -92,11 +92,10 @@ def subspace_codes(space: SearchSpace, fixed: dict[str, int], inner: tuple[str, 
     shape = tuple(len(p.choices) for p in inner_params)
     n = math.prod(shape)
     digits = np.unravel_index(np.arange(n, dtype=np.intp), shape) if shape else ()
-    by_name = dict(zip((p.name for p in inner_params), digits, strict=True))
-    return {
-        p.name: by_name[p.name].astype(np.intp, copy=False) if p.name in by_name else np.full(n, fixed[p.name], np.intp)
-        for p in space.params
-    }
+    # each column contiguous: `unravel_index` gives strided views of one array, and a gather from a strided
+    # column (`np.take`, as the several-objective search does per structure) copies the whole column first
+    by_name = {p.name: np.ascontiguousarray(d, dtype=np.intp) for p, d in zip(inner_params, digits, strict=True)}
+    return {p.name: by_name[p.name] if p.name in by_name else np.full(n, fixed[p.name], np.intp) for p in space.params}
 
 
 def point_at(space: SearchSpace, codes: dict[str, np.ndarray], i: int) -> dict[str, Choice]:
