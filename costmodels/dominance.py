@@ -6,6 +6,8 @@ structures a front dominates (`costmodels.trainium.front_cells`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 #: relative tolerance of a bound test (float rounding between the scorer and the roofline)
@@ -29,3 +31,11 @@ def dominated_rows(rows: np.ndarray, front: np.ndarray) -> np.ndarray:
         at = np.searchsorted(front[order, 0], lim[:, 0], side="right")  # front points no worse on the first
         return out | (least_second[at] <= lim[:, 1])
     return out | np.all(front[None, :, :] <= lim[:, None, :], axis=2).any(axis=1)
+
+
+class ScreenedCells(NamedTuple):
+    """A structure's cells screened against a front (`mapper.bound_hooks.FrontCellScreened`): the rows (cells x
+    objectives) and which of them are the cells' own vectors (the others stand for cells the front dominates)."""
+
+    cells: np.ndarray
+    own: np.ndarray

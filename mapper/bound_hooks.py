@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from costmodels.dominance import ScreenedCells
 from costmodels.protocol import Choice
 from workload.problem import Problem
 
@@ -59,13 +60,15 @@ class FrontCellScreened(Protocol):
     vector that `front` still dominates. Each row still bounds its cell's points, and a dominance test
     of the rows against `front`, or against a front that dominates each of its points (the search's
     front only grows), has the outcome of the cells' own. `front` None or empty: the cells themselves.
+    Beside the rows (`ScreenedCells.own`): which of them are the cells' own vectors; every other row
+    `front` dominates, so a test against `front` or a front grown from it need not look at it.
     `structure_front_dominated` is True only when `front` dominates every cell of the structure (it may
     say False of some such structures: the cells are then tested).
     """
 
     def structure_front_cells_screened(
         self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray | None
-    ) -> np.ndarray | None: ...
+    ) -> ScreenedCells | None: ...
 
     def structure_front_dominated(
         self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray

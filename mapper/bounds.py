@@ -48,6 +48,7 @@ import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -174,6 +175,15 @@ def grown_from(front: np.ndarray, earlier: np.ndarray) -> bool:
     return front is earlier or len(earlier) == 0 or bool(dominated_rows(earlier, front).all())
 
 
+class _Cells(NamedTuple):
+    """A structure's cells as `FrontBounds` keeps them: the rows (cells x objectives), which are the cells' own
+    vectors (None: all; else the others hold vectors `screened_by` dominates) and the front they were screened by."""
+
+    rows: np.ndarray
+    own: np.ndarray | None
+    screened_by: np.ndarray
+
+
 class FrontBounds:
     """Bound vectors of structures for several objectives, and the dominance test that bounds them out.
 
@@ -192,7 +202,8 @@ class FrontBounds:
         # (a runtime protocol check costs tens of microseconds: asked once, not per structure)
         self._screened = self._cells if isinstance(self._cells, FrontCellScreened) else None
         self._placed = self._cells if isinstance(self._cells, CellOfPoints) else None
-        self._kept: OrderedDict[tuple[tuple[str, Choice], ...], np.ndarray | None] = OrderedDict()
+        # each structure's cells: (the rows, which are the cells' own (None: all), the front they were screened by)
+        self._kept: OrderedDict[tuple[tuple[str, Choice], ...], _Cells | None] = OrderedDict()
         # each structure's open cells: (the front, the structure's vector, which cells they leave open)
         self._live: OrderedDict[tuple[tuple[str, Choice], ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = (
             OrderedDict()
@@ -226,7 +237,7 @@ class FrontBounds:
         """A structure's key in what is kept of it (`_cells_of`, `_live_cells`): its fixed choices by name."""
         return tuple(sorted(fixed.items(), key=lambda kv: kv[0]))
 
-    def _cells_of(self, fixed: dict[str, Choice], front: np.ndarray) -> np.ndarray | None:
+    def _cells_of(self, fixed: dict[str, Choice], front: np.ndarray) -> _Cells | None:
         """The target's cells of the structure (screened against `front` where the target can,
         `FrontCellScreened`), the last `KEPT_CELLS` structures' kept (`out` then `live_points` ask for them,
         and a visit after `Evaluator.score_ahead` asked for them too): cells screened against an earlier
@@ -235,27 +246,36 @@ class FrontBounds:
         key = self._key(fixed)
         if key in self._kept:
             return self._kept[key]
+        cells: _Cells | None = None
         if self._screened is not None:
-            cells = self._screened.structure_front_cells_screened(self._problem, dict(fixed), self.objectives, front)
+            got = self._screened.structure_front_cells_screened(self._problem, dict(fixed), self.objectives, front)
+            cells = None if got is None else _Cells(got.cells, None if got.own.all() else got.own, front)
         else:
-            cells = self._cells.structure_front_cells(self._problem, dict(fixed), self.objectives)
+            rows = self._cells.structure_front_cells(self._problem, dict(fixed), self.objectives)
+            cells = None if rows is None else _Cells(rows, None, front)
         self._kept[key] = cells
         if len(self._kept) > KEPT_CELLS:
             self._kept.popitem(last=False)
         return cells
 
-    def _live_cells(
-        self, fixed: dict[str, Choice], cells: np.ndarray, vec: np.ndarray, front: np.ndarray
-    ) -> np.ndarray:
-        """Which `cells` (lifted to the structure's vector `vec`) `front` leaves open, kept per structure like its
-        cells. Every vector asked with is a bound of the structure's points, so the larger of two is one too; and
-        a cell a front dominated stays dominated by every later front (the front only grows). So against a
+    def _live_cells(self, fixed: dict[str, Choice], got: _Cells, vec: np.ndarray, front: np.ndarray) -> np.ndarray:
+        """Which cells of `got` (lifted to the structure's vector `vec`) `front` leaves open, kept per structure like
+        its cells. Every vector asked with is a bound of the structure's points, so the larger of two is one too;
+        and a cell a front dominated stays dominated by every later front (the front only grows). So against a
         front grown from the kept one, only the cells left open are tested again, lifted to the larger of the
-        two vectors; with the same front (object) and no higher vector, none. Otherwise all are."""
+        two vectors; with the same front (object) and no higher vector, none. Otherwise the cells' own rows
+        (`FrontCellScreened`: the others hold row vectors the screening front dominated) when `front` grew from
+        the screening front, else all."""
         key = self._key(fixed)
         kept = self._live.get(key)
+        cells = got.rows
         if kept is None or not grown_from(front, kept[0]):
-            live = ~dominated_rows(np.maximum(cells, vec), front)
+            if got.own is not None and grown_from(front, got.screened_by):
+                live = got.own.copy()
+                at = np.flatnonzero(live)
+                live[at] = ~dominated_rows(np.maximum(cells[at], vec), front)
+            else:
+                live = ~dominated_rows(np.maximum(cells, vec), front)
         else:
             if kept[0] is front and (vec <= kept[1]).all():
                 return kept[2]

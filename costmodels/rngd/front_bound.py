@@ -37,7 +37,8 @@ cells' vectors on every objective. Where the front dominates a row vector it dom
 cells' vectors too, and those cells keep the row vector (still below their points); the cells of the
 other rows are computed as above. A dominance test against that front (or a later one, which
 dominates it) then has the outcome of the cells' own, at the price of rows rather than cells for the
-dominated rows: a row's cells in a group are its cells over that group's lanes (up to 11). The row
+dominated rows: a row's cells in a group are its cells over that group's lanes (up to 11). Which rows
+are the cells' own comes with them, so the mapper tests only those (the others are dominated already). The row
 vectors of every stage-1 row are kept per fixed packet, lane and buffering choices (`KEPT_ROW_BYTES`),
 and so is the last structure's row test against a front (the mapper asks `dominated`, then `screened`
 with the same front) and the cells of the last pattern of read-only point columns (every structure's
@@ -93,20 +94,26 @@ class FrontCells:
 
         Cells are numbered in C order over the free stage-1 parameters, then the free lane parameters.
         """
-        return self.screened(fixed, objectives, None)
+        got = self.screened(fixed, objectives, None)
+        return None if got is None else got[0]
 
     def screened(
         self, fixed: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray | None
-    ) -> np.ndarray | None:
+    ) -> tuple[np.ndarray, np.ndarray] | None:
         """`__call__`'s rows, except that the cells of a stage-1 row whose row vector `front` dominates hold that
         row vector (see the module docstring); `front` None or empty: `__call__`'s rows. Taken a lane group at a
-        time (`_lane_groups`): each group's row vectors take the least over its own lanes."""
+        time (`_lane_groups`): each group's row vectors take the least over its own lanes. Beside the rows, which
+        of them are the cells' own (False: a row vector `front` dominates)."""
         if not objectives or any(o not in CELL_OBJECTIVES for o in objectives):
             return None
         fs, fp, fl, dbuf = self._keys(fixed)
         rows = self._where(S_PARAMS, fs)
         parts = [self._screened_group(fixed, rows, fp, g, dbuf, objectives, front) for g in self._lane_groups(fl)]
-        return (parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)).reshape(-1, len(objectives))
+        if len(parts) == 1:
+            cells, own = parts[0]
+        else:
+            cells, own = np.concatenate([c for c, _ in parts], axis=1), np.concatenate([o for _, o in parts], axis=1)
+        return cells.reshape(-1, len(objectives)), own.reshape(-1)
 
     def _screened_group(
         self,
@@ -117,17 +124,20 @@ class FrontCells:
         dbuf: bool | None,
         objectives: tuple[str, ...],
         front: np.ndarray | None,
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, np.ndarray]:
         """`screened`'s cells of the stage-1 rows `rows` and the lanes of the lane group `fl`: ``[rows, lanes,
-        objectives]``."""
+        objectives]``, and which are the cells' own: ``[rows, lanes]``."""
         lanes = self._where(L_PARAMS, fl)
         live: np.ndarray | slice = slice(None)
+        own = np.ones((len(rows), len(lanes)), dtype=bool)
         if front is not None and len(front):
             coarse = self._row_vectors_of(fp, fl, dbuf, objectives)[rows]
-            live = np.flatnonzero(~self._rows_dominated(fixed, objectives, fl, coarse, front))
+            kept = ~self._rows_dominated(fixed, objectives, fl, coarse, front)
+            own &= kept[:, None]
+            live = np.flatnonzero(kept)
             out = np.repeat(coarse, len(lanes), axis=0).reshape(len(rows), len(lanes), len(objectives))
             if not live.size:
-                return out
+                return out, own
         else:
             out = np.empty((len(rows), len(lanes), len(objectives)))
         s = rows[live]
@@ -143,7 +153,7 @@ class FrontCells:
         pk = {k: v[s] for k, v in self._least_packets(fp).items()}
         row = self.term.per_row(fp, fl, dbuf)[s, None]  # the stage-1 row's bound (TermBound)
         out[live] = self._bounds(pk, row, n, dbuf, objectives)
-        return out
+        return out, own
 
     def dominated(self, fixed: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray) -> bool:
         """True when `front` dominates every row vector of every lane group of the structure `fixed`, so every one

@@ -17,6 +17,7 @@ import numpy as np
 
 from costmodels.cancel import checkpoint
 from costmodels.choice_codes import ScoreFn, SpaceCoder
+from costmodels.dominance import ScreenedCells
 from costmodels.energy import pricer
 from costmodels.family import OBJECTIVES, FamilyTarget, knobs_violation, point_of
 from costmodels.ir import Mapping, coverage_errors
@@ -212,11 +213,12 @@ class RngdTarget(FamilyTarget[Prepared]):
 
     def structure_front_cells_screened(
         self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray | None
-    ) -> np.ndarray | None:
-        """`structure_front_cells` with the stage-1 rows `front` dominates at their row vectors
-        (`rngd.front_bound.FrontCells.screened`; `mapper.bounds.FrontCellScreened`)."""
+    ) -> ScreenedCells | None:
+        """`structure_front_cells` with the stage-1 rows `front` dominates at their row vectors, and which rows are
+        the cells' own (`rngd.front_bound.FrontCells.screened`; `mapper.bound_hooks.FrontCellScreened`)."""
         cells = self._front_cells(problem)
-        return None if cells is None else cells.screened(fixed_choices, objectives, front)
+        got = None if cells is None else cells.screened(fixed_choices, objectives, front)
+        return None if got is None else ScreenedCells(*got)
 
     def structure_front_dominated(
         self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...], front: np.ndarray

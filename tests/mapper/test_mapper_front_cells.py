@@ -142,8 +142,10 @@ def test_cells_screened_against_a_front_keep_the_cells_dominance_and_bound_their
             if not len(finite):
                 continue
             front = finite[rng.choice(len(finite), size=min(4, len(finite)), replace=False)] * rng.uniform(0.9, 1.4, 2)
-            got = t.structure_front_cells_screened(p, fixed, objectives, front)  # type: ignore[attr-defined]
+            got, own = t.structure_front_cells_screened(p, fixed, objectives, front)  # type: ignore[attr-defined]
             assert got.shape == cells.shape and (got <= cells).all(), fixed
+            # the rows said to be the cells' own are; each of the others the front dominates
+            assert np.array_equal(got[own], cells[own]) and dominated_rows(got[~own], front).all(), fixed
             dominated = dominated_rows(cells, front)
             assert np.array_equal(dominated_rows(got, front), dominated), fixed
             assert np.array_equal(got[~dominated], cells[~dominated]), fixed
@@ -162,7 +164,7 @@ def test_cells_screened_against_a_front_keep_the_cells_dominance_and_bound_their
                 assert t.structure_front_dominated(p, fixed, objectives, corner)  # type: ignore[attr-defined]
                 assert dominated_rows(cells, corner).all(), fixed
             empty = t.structure_front_cells_screened(p, fixed, objectives, None)  # type: ignore[attr-defined]
-            assert np.array_equal(empty, cells)
+            assert np.array_equal(empty.cells, cells) and empty.own.all()
     assert screened_rows > 100  # the row vectors were used (and are below the cells they stand for)
 
 
@@ -192,15 +194,11 @@ def test_answers_kept_between_calls_equal_the_answers_worked_out_afresh() -> Non
         front = finite[rng.choice(len(finite), size=2, replace=False)] * rng.uniform(0.95, 1.2, 2)
         other = front * 1.5  # another front object, other values: the kept row test must not answer for it
         fc.dominated(fixed, objectives, front)
-        assert np.array_equal(
-            np.asarray(fc.screened(fixed, objectives, front)),
-            np.asarray(FrontCells(fc.term).screened(fixed, objectives, front)),
-        )
+        kept, fresh = fc.screened(fixed, objectives, front), FrontCells(fc.term).screened(fixed, objectives, front)
+        assert all(np.array_equal(a, b) for a, b in zip(kept, fresh, strict=True))
         fc.dominated(fixed, objectives, front)
-        assert np.array_equal(
-            np.asarray(fc.screened(fixed, objectives, other)),
-            np.asarray(FrontCells(fc.term).screened(fixed, objectives, other)),
-        )
+        kept, fresh = fc.screened(fixed, objectives, other), FrontCells(fc.term).screened(fixed, objectives, other)
+        assert all(np.array_equal(a, b) for a, b in zip(kept, fresh, strict=True))
         # the open cells: kept for the same front, narrowed for a grown one, as found afresh
         codes = ev._codes(fixed)
         grown = np.concatenate([front, front * rng.uniform(0.9, 1.0, (len(front), 2))])
@@ -256,8 +254,8 @@ def test_a_structure_over_several_rows_choices_is_screened_as_tightly_as_each_ch
                 continue
             front = finite[rng.choice(len(finite), size=min(3, len(finite)), replace=False)] * rng.uniform(0.95, 1.3, 2)
             each = [{**fixed, "rows": r} for r in choices["rows"]]
-            got = t.structure_front_cells_screened(p, fixed, objectives, front)  # type: ignore[attr-defined]
-            parts = [t.structure_front_cells_screened(p, f, objectives, front) for f in each]  # type: ignore[attr-defined]
+            got = t.structure_front_cells_screened(p, fixed, objectives, front).cells  # type: ignore[attr-defined]
+            parts = [t.structure_front_cells_screened(p, f, objectives, front).cells for f in each]  # type: ignore[attr-defined]
             n = len(parts[0]) // len(choices["trf_split"])  # stage-1 rows: cells are (rows of stage 1, rows, trf_split)
             side = np.stack([q.reshape(n, -1, len(objectives)) for q in parts], axis=1).reshape(-1, len(objectives))
             assert np.array_equal(got, side), fixed
