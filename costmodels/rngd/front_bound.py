@@ -269,12 +269,13 @@ class FrontCells:
     ) -> np.ndarray:
         """Bound vectors ``[rows, lanes, objectives]`` of some stage-1 rows: their packet minima `pk` and row bounds
         `row` (``[rows, 1]``, cycles) beside their lane terms `n` (or each lane term's least: one lane)."""
-        offchip = n("offchip")
-        cols = {"offchip_bytes": offchip}
+        cols: dict[str, np.ndarray] = {}
+        if "offchip_bytes" in objectives:
+            cols["offchip_bytes"] = n("offchip")
         if "latency" in objectives:
             cols["latency"] = np.maximum(row, self._cycles(pk, n, dbuf)) / self.term.hw.clock_hz
         if "energy" in objectives:
-            cols["energy"] = self._energy(pk, n, offchip)
+            cols["energy"] = self._energy(pk, n, n("offchip"))
         if "footprint" in objectives:
             cols["footprint"] = self._footprint(pk, n)
         shape = np.broadcast_shapes(*(np.shape(v) for v in cols.values()))
