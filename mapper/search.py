@@ -116,7 +116,10 @@ def tune_as_given(
     else:
         strategy = strategy_for(plan.strategy, probe=plan.probe, inner_points=plan.inner_points)
         found = strategy.run(problem, target, space, settings, deadline=deadline, watch=watch)
-        found.inner_points = plan.inner_points
+        # the sub-space a trial or structure scored: the certificate's (the plan's is a cap, and a target's own
+        # structures have theirs); an enumeration scores the whole space in chunks, as its plan says
+        cert = getattr(found, "certificate", None)
+        found.inner_points = plan.inner_points if cert is None or plan.strategy == "exhaustive" else cert.inner_points
         found.rate = plan.probe.rate if plan.probe else None
     if found.stop_reason == "cancelled" and found.point is None:  # nothing to price or tie
         return _package(problem, target, settings, found, overrides, validate, time.perf_counter() - t0)

@@ -134,6 +134,23 @@ def test_subspace_codes_hold_the_fixed_choices_and_vary_the_inner_ones() -> None
     assert set(codes["tm"].tolist()) == {fixed["tm"]} and set(codes["stationary"].tolist()) == {fixed["stationary"]}
     pairs = set(zip(codes["tn"].tolist(), codes["tk"].tolist(), strict=True))
     assert len(pairs) == sizes["tn"] * sizes["tk"]  # every inner combination once
+    # each column its own contiguous array (a gather from a strided view copies the whole column first)
+    assert all(c.flags.c_contiguous for c in codes.values())
+    assert all(c.flags.c_contiguous for c in chunk_codes(space, 3, 40).values())
+
+
+@pytest.mark.parametrize("strategy", ["tpe", "bestfirst"])
+def test_the_result_says_how_many_points_a_trial_scored(strategy: str) -> None:
+    """`inner_points` is the sub-space each trial or structure scored (the certificate's), not the cap asked for."""
+    t = FakeMatmulTarget()
+    space = t.space(P)
+    cap = 100
+    _, inner = split_params(space, cap)
+    size = math.prod(len(p.choices) for p in inner)
+    assert size < cap  # (else the test could not tell the two apart)
+    r = tune(P, t, SearchSettings(strategy=strategy, inner_points=cap, max_trials=5), validate=False)
+    assert r.inner_points == size == r.certificate.inner_points
+    assert r.counts.points_scored <= r.counts.trials * size
 
 
 def test_tpe_with_subspaces_exhausts_structure_and_proves_optimum() -> None:
