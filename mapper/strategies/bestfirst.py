@@ -331,8 +331,8 @@ class BestFirst(Strategy):
         )
         if ordered and bounded < total:
             how += f"; the budget ended after bounding {bounded:,} structures: the rest have the generic bound"
-        split = f"the structures of {target.name}'s structural parameters {names}" if preferred else "structures"
-        notes = [f"best-first over {total:,} {split} of {cert.inner_points:,} points: {how}"]
+        split = f"structures of {target.name}'s structural parameters {names}" if preferred else "structures"
+        notes = [f"best-first over {total:,} {split}, {cert.inner_points:,} points each: {how}"]
         if live is not None and live.live is not None:
             again = f"; {live.passes:,} more passes as the front grew left out {live.later:,} of those"
             notes.append(
