@@ -190,7 +190,11 @@ class TuneResult(BaseModel):
     trace: list[float | None] = Field(description="best first objective after each trial (or enumeration chunk)")
     trace_points: list[int] = Field(default_factory=list, description="points scored after each trial (or chunk)")
     counts: TrialCounts
-    inner_points: int = Field(default=0, description="points of the sub-space scored per trial (0: one point)")
+    inner_points: int = Field(
+        default=0,
+        description="points of the sub-space each trial or structure scored (the certificate's); an enumeration: "
+        "its plan's figure (0)",
+    )
     scorer_rate: float | None = Field(default=None, description="measured scoring rate, points/s, if probed")
     pareto: list[ParetoPoint] = Field(default_factory=list)
     validation: dict[str, Any] | None = Field(default=None, description="executor's validation report")
