@@ -118,7 +118,7 @@ def tune_as_given(
         found = strategy.run(problem, target, space, settings, deadline=deadline, watch=watch)
         # the sub-space a trial or structure scored: the certificate's (the plan's is a cap, and a target's own
         # structures have theirs); an enumeration scores the whole space in chunks, as its plan says
-        cert = getattr(found, "certificate", None)
+        cert = found.certificate if isinstance(found, Searched) else None
         found.inner_points = plan.inner_points if cert is None or plan.strategy == "exhaustive" else cert.inner_points
         found.rate = plan.probe.rate if plan.probe else None
     if found.stop_reason == "cancelled" and found.point is None:  # nothing to price or tie
