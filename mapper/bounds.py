@@ -202,6 +202,10 @@ class FrontBounds:
         # (a runtime protocol check costs tens of microseconds: asked once, not per structure)
         self._screened = self._cells if isinstance(self._cells, FrontCellScreened) else None
         self._placed = self._cells if isinstance(self._cells, CellOfPoints) else None
+        # a target that floors its structures in one array (`StructureFloored`: Ascend) bounds one exactly only by
+        # pricing its points, more than scoring its open cells costs: its cells, which carry their own latency
+        # floors, are then lifted to the whole space's vector instead of the structure's (`live_points`)
+        self._lift = not isinstance(target, StructureFloored)
         # each structure's cells: (the rows, which are the cells' own (None: all), the front they were screened by)
         self._kept: OrderedDict[tuple[tuple[str, Choice], ...], _Cells | None] = OrderedDict()
         # each structure's open cells: (the front, the structure's vector, which cells they leave open)
@@ -302,7 +306,7 @@ class FrontBounds:
         cells = self._cells_of(fixed, front)
         if cells is None:
             return None
-        live = self._live_cells(fixed, cells, self(fixed), front)
+        live = self._live_cells(fixed, cells, self(fixed) if self._lift else self.whole(), front)
         if live.all():
             return None
         if not live.any():  # (no point's cell needed)

@@ -18,14 +18,20 @@ non-negative. The model (ascend/cost.py, hardware-facts.md §3.2 steps 3-6) pric
 - ``fix = bo_m * bo_n / fix_rate``,
 
 then ``core = serial = mte2 + mte1 + cube + fix`` without double buffering, and with it ``core =
-doubled >= max(pipe, fix)`` (``doubled`` is ``pipe + fix`` or ``min(max(pipe, fix) + fix / blocks,
-pipe + fix)``, each at least ``pipe`` and at least ``fix``) with ``pipe = top + (three - top) /
-steps >= top = max(mte2, mte1, cube)`` (``three >= top``, ``steps >= 1``); the latency is ``max(core,
-hbm) / clock`` with ``hbm = offchip / hbm_rate >= min_bytes / hbm_rate`` (`cost._offchip`).
+doubled``: ``pipe + fix`` where two accumulators do not fit L0C (``2 acc > L0C``: FIX cannot overlap),
+else ``min(max(pipe, fix) + fix / blocks, pipe + fix) >= max(pipe, fix)``, with ``pipe = top + (three -
+top) / steps``, ``top = max(mte2, mte1, cube)`` and ``three = mte2 + mte1 + cube >= top``. ``pipe``
+falls as ``steps`` grows, so with ``S >= steps`` (``S = high(blocks_m) * high(bn) * high(nk)``, each
+factor's maximum over the free choices) ``pipe >= top (1 - 1/S) + three / S``, and each of ``top`` and
+``three`` may be replaced by a floor (both coefficients are non-negative): ``top`` by the largest of
+the three pipes' floors, ``three`` by their sum. The overlap case is taken where ``2 low(acc) <= L0C``
+(some point may overlap), the other where no point can. The latency is ``max(core, hbm) / clock``
+with ``hbm = offchip / hbm_rate >= min_bytes / hbm_rate`` (`cost._offchip`).
 
 For non-negative ``f`` and ``g``, ``min_x f(x) g(x) >= min f * min g`` and ``min (f + g) >= min f +
 min g``. Each ``min`` below is over the choices of the parameters the term depends on that the
-structure does not fix (``low``), so each bounds the term at every point of the structure:
+structure does not fix (``low``), so each bounds the term at every point of the structure; likewise
+``max_x f(x) g(x) <= max f * max g`` (``high``, used above for the steps):
 
 - ``cube >= low(tiles_m * lknk * u) * low(tiles_n * v) + head * low(tiles_m * lknk) * low(tiles_n)``;
 - ``mte1 >= low(tiles_m * lknk * a1) * low(tiles_n) + low(tiles_m) * low(lknk * tiles_n * b1)``;
@@ -51,7 +57,7 @@ bound is ``inf`` too). The GM terms take an M side's blocks and A chunks only wh
 alone what a feasible point needs: L0A as above, its A chunk beside the least B chunk of the same K
 choice in L1 (``(l1a + least l1b) * h <= L1``), its accumulator rows beside the narrowest columns in
 L0C; the N side likewise. The floor is ``max(F, hbm floor) / clock`` with ``F`` the sum of
-the four term floors (double buffering off) or their maximum (on); a structure that does not fix
+the four term floors (double buffering off) or the ``doubled`` floor above (on); a structure that does not fix
 double buffering takes the lower of the two. It is finally scaled by ``1 - FLOOR_SLACK``: the
 products of minima are rounded differently from the model's products, and the floor must not
 exceed the exact bound by a rounding (best-first's visit order relies on floor <= exact bound).
@@ -113,6 +119,13 @@ class FloorGrid:
             np.multiply, [a.min(axis=s, keepdims=True) if s else a for a, s in zip(factors, solo, strict=True)]
         )
         return np.asarray(prod).min(axis=drop, keepdims=True)
+
+    def high(self, *factors: np.ndarray) -> np.ndarray:
+        """At least the maximum of the factors' product over the parameters the structures leave free: the product
+        of each factor's maximum over its free axes (non-negative factors), then the maximum over the free axes."""
+        drop = self.drop
+        maxima = [a.max(axis=tuple(ax for ax in drop if a.shape[ax] > 1), keepdims=True) for a in factors]
+        return np.asarray(functools.reduce(np.multiply, maxima)).max(axis=drop, keepdims=True)
 
     def laid_out(self, floor: np.ndarray) -> np.ndarray:
         """`floor` (over the tables' axes) as one entry per structure: the least over the free axes it still
@@ -181,15 +194,22 @@ def _terms(g: FloorGrid) -> dict[str, np.ndarray]:
         "offchip": offchip,
         "ok_a": ok_a,
         "ok_b": ok_b,
+        "steps_high": g.high(f["blocks_m"], f["bn"], f["nk"]),
+        "overlap": 2 * low(f["acc_m"], f["acc_n"]) <= c.l0c,
     }
 
 
 def _latency(g: FloorGrid, t: dict[str, np.ndarray]) -> np.ndarray:
-    """Seconds, over the tables' axes: the pipes summed (double buffering off) or their maximum (on), at
-    least the HBM time, less `FLOOR_SLACK`."""
+    """Seconds, over the tables' axes: the pipes summed (double buffering off) or pipelined over at most
+    ``steps_high`` steps, FIX beside or after them (on: the module's docstring), at least the HBM time, less
+    `FLOOR_SLACK`."""
     cube, mte1, mte2, fix = t["cube"], t["mte1"], t["mte2"], t["fix"]
-    top = np.maximum(np.maximum(cube, mte1), np.maximum(mte2, fix))
-    core = np.where(g.f["db"], top, cube + mte1 + mte2 + fix)  # double buffering's axis: both choices
+    top = np.maximum(np.maximum(cube, mte1), mte2)
+    with np.errstate(invalid="ignore"):  # inf - inf where a structure has no feasible tile: inf below
+        pipe = np.where(np.isfinite(top), top + (cube + mte1 + mte2 - top) / t["steps_high"], np.inf)
+    # FIX overlaps the next block only where two accumulators fit L0C (cost._core): else it follows the pipe
+    doubled = np.where(t["overlap"], np.maximum(pipe, fix), pipe + fix)
+    core = np.where(g.f["db"], doubled, cube + mte1 + mte2 + fix)  # double buffering's axis: both choices
     return np.maximum(core, t["offchip"] / g.c.hbm_rate) / g.c.clock_hz * (1 - FLOOR_SLACK)
 
 

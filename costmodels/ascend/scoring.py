@@ -95,6 +95,9 @@ class Prepared:
         self.boxes = PricedBoxes()  # boxes of codes priced by a structure bound, kept for their scoring
         #: floors of several objectives of every structure per (fixed names, objectives) (`structure_front_cells`)
         self.front_floors: dict[tuple[tuple[str, ...], tuple[str, ...]], np.ndarray] = {}
+        #: the last points' cells (`structure_cell_of_points`): their code columns (held, so their ids stay theirs)
+        #: and each point's cell; a search passes the same inner columns for every structure
+        self.cells_of: tuple[tuple[np.ndarray, ...], np.ndarray] | None = None
 
     @cached_property
     def reasons(self) -> tuple[Violation, ...]:

@@ -39,6 +39,8 @@ from workload.problem import Problem
 WARM_STARTS = 64
 #: floor tables of several objectives kept per problem (one per set of fixed names and objectives)
 FRONT_FLOOR_TABLES = 4
+#: the parameters whose choices cut a structure into cells (`structure_front_cells`), where it leaves them free
+CELL_NAMES = ("base_m", "base_n")
 
 
 class AscendTarget(FamilyTarget[Prepared]):
@@ -112,19 +114,56 @@ class AscendTarget(FamilyTarget[Prepared]):
     def structure_front_cells(
         self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...]
     ) -> np.ndarray | None:
-        """One cell per structure: a floor of each objective (ascend/floors.py, `cube_structure_front_floors`;
-        `mapper.bounds.FrontCellBounded`), read from the floors of every structure of the same fixed names,
-        computed in one numpy pass on first use. None for row reductions and objectives not floored here.
+        """The structure's cells, one per choice of the M and N instruction tiles it leaves free (`CELL_NAMES`;
+        one cell when it fixes both): a floor of each objective over the cell's points (ascend/floors.py,
+        `cube_structure_front_floors`; `mapper.bounds.FrontCellBounded`), in the C order of those tiles' choices.
+        Read from the floors of every cell of every structure of the same fixed names, computed in one numpy
+        pass on first use. None for row reductions and objectives not floored here.
 
         Raises:
             ValueError: a fixed choice names no parameter of the space, or a value it does not offer.
         """
+        got = self._cell_table(problem, fixed_choices, objectives)
+        if got is None:
+            return None
+        table, at, per = got
+        return table[at * per : (at + 1) * per]
+
+    def structure_cell_of_points(
+        self,
+        problem: Problem,
+        fixed_choices: dict[str, Choice],
+        codes: dict[str, np.ndarray],
+        objectives: tuple[str, ...] = (),
+    ) -> np.ndarray | None:
+        """Each point's row in `structure_front_cells` (the structure's points as code columns;
+        `mapper.bounds.CellOfPoints`): the C-order index of its free M and N tile choices."""
+        prep = self.prepared(problem)
+        if not problem.is_binary or prep.reasons:
+            return None
+        free = [p for p in prep.space.params if p.name in CELL_NAMES and p.name not in fixed_choices]
+        if not free:
+            return np.zeros(len(next(iter(codes.values()))), dtype=np.intp)
+        cols = tuple(codes[p.name] for p in free)
+        kept = prep.cells_of
+        if kept is not None and len(kept[0]) == len(cols) and all(a is b for a, b in zip(kept[0], cols, strict=True)):
+            return kept[1]  # the same (read-only) columns as the last structure's
+        at = np.ravel_multi_index(cols, [len(p.choices) for p in free])
+        if all(not c.flags.writeable for c in cols):  # columns a caller may not change under the kept answer
+            prep.cells_of = (cols, at)
+        return at
+
+    def _cell_table(
+        self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...]
+    ) -> tuple[np.ndarray, int, int] | None:
+        """(the floors of every cell of every structure of the fixed names, the structure's number, its cells)."""
         prep = self.prepared(problem)
         if not problem.is_binary or prep.reasons or not set(objectives) <= FRONT_FLOORED:
             return None
         lo, _ = box(prep, fixed_choices)
         params = [(d, p) for d, p in enumerate(prep.space.params) if p.name in fixed_choices]
-        names = tuple(p.name for _, p in params)
+        free = [p for p in prep.space.params if p.name in CELL_NAMES and p.name not in fixed_choices]
+        names = tuple(p.name for _, p in params) + tuple(p.name for p in free)
         key = (names, tuple(objectives))
         table = prep.front_floors.get(key)
         if table is None:
@@ -133,7 +172,7 @@ class AscendTarget(FamilyTarget[Prepared]):
                 prep.front_floors.pop(next(iter(prep.front_floors)))
             prep.front_floors[key] = table
         at = int(np.ravel_multi_index([lo[d] for d, _ in params], [len(p.choices) for _, p in params])) if params else 0
-        return table[at : at + 1]
+        return table, at, int(np.prod([len(p.choices) for p in free], dtype=np.int64))
 
     # ---- point level ------------------------------------------------------------------------
     @staticmethod

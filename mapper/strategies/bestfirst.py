@@ -11,8 +11,9 @@ about what scoring the structure does) gets the same order with an exact bound o
 structures whose floor comes first (`mapper.strategies.floored`; with several objectives the visits
 follow the floors: a structure whose cells' floors the front dominates when its floor comes first,
 `FrontBounds.out`, is left out without its exact bound, Ascend flooring every objective,
-`structure_front_cells`, and any other is bounded exactly and visited at once unless the front
-dominates that bound, so its box is priced once). Each visited structure's
+`structure_front_cells`, and any other is visited at once, without its exact bound: that prices
+every point of the structure, and the visit scores only those of the cells the front leaves open,
+`FrontBounds.live_points`). Each visited structure's
 sub-space is scored exactly (`Evaluator.visit`). The search stops when the next structure's bound
 is not below the best found (``bound * (1 + RTOL) >= best``, `StructureBounds.bounded_out`): the
 bounds are sorted, so no structure left can hold a better point and the best is optimal over the
@@ -270,14 +271,17 @@ class BestFirst(Strategy):
                     if front_bounds is None:
                         continue
                     # several objectives: out if the front dominates its floors (its cells': FrontCellBounded), else
-                    # bounded exactly and visited now, its box just priced (the front does not depend on the order)
+                    # visited now (the front does not depend on the order). Not bounded exactly first: that prices
+                    # the whole structure, which is at least what its visit scores (only its open cells, where the
+                    # target places points in cells), so it could never save the visit's pricing
                     floored.drop(key)
                     if front_bounds.out(
                         fixed, ev.front_values, front_bounds.with_latency(max(raw_bound, bounds.whole()))
                     ):
                         dropped.add(key)
-                        continue
-                    raw_bound = floored.exact(key)
+                    else:
+                        visit(key)
+                    continue
                 vec = front_bounds.with_latency(max(raw_bound, bounds.whole())) if front_bounds else None
                 if front_bounds is not None and front_bounds.out(fixed, ev.front_values, vec):
                     dropped.add(key)  # every cell dominated: out, but a later structure's cells may not be

@@ -10,8 +10,9 @@ search (`mapper.strategies.bestfirst`) then uses the floors twice without changi
 - the ordered pass takes the structures from `Floored`: the order of the exact bounds, with only
   the structures whose floor comes first bounded exactly (proof in `Floored`). With several
   objectives best-first takes a structure when its floor comes first (`Floored.drop`): left out
-  when the front dominates its floors (the front only grows), else bounded exactly and visited
-  at once unless the front dominates that bound. The order of the visits is then the floors'; the
+  when the front dominates its floors (the front only grows), else visited at once, without an
+  exact bound (which prices every point of the structure, at least what the visit scores: the
+  points of the cells the front leaves open). The order of the visits is then the floors'; the
   front does not depend on it, and the stop at a floor's key holds as before (every key left is
   at least as high).
 

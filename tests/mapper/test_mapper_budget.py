@@ -169,21 +169,22 @@ def test_a_budget_spent_before_the_first_trial_still_scores_one_structure() -> N
 
 def test_structures_are_larger_where_their_cells_decide_what_best_first_scores() -> None:
     """`CELLS_INNER` where best-first is bounded by cells on a target that places points in them and lets the
-    mapper split its space (rngd, several objectives or one other than latency), unless it ends on the structures'
-    vectors (latency beside off-chip bytes); `DEFAULT_INNER` otherwise: latency alone, a target without cells
-    (Ascend floors one vector per structure), a target whose structures are its own
-    (Trainium), an Optuna study; an explicit size still wins."""
+    mapper split its space (rngd and Ascend, several objectives or one other than latency), unless it ends on the
+    structures' vectors (latency beside off-chip bytes); `DEFAULT_INNER` otherwise: latency alone, a target without
+    cells (Tenstorrent), a target whose structures are its own (Trainium), an Optuna study; an explicit size still
+    wins."""
     from costmodels.registry import get_target
     from mapper.planning import CELLS_INNER, cells_decide
 
-    rngd, trn1, ascend = get_target("rngd"), get_target("trn1"), get_target("ascend-910b")
+    rngd, trn1, ascend, tt = (get_target(n) for n in ("rngd", "trn1", "ascend-910b", "wormhole-n150"))
     two, energy, latency = (SearchSettings(objectives=o) for o in (("latency", "footprint"), ("energy",), ("latency",)))
     assert cells_decide(two, rngd) and cells_decide(energy, rngd) and not cells_decide(latency, rngd)
     offchip = SearchSettings(objectives=("latency", "offchip_bytes"))  # ends on the structures' vectors
     assert not cells_decide(offchip, rngd) and inner_size(offchip, rngd) == DEFAULT_INNER
     assert cells_decide(SearchSettings(objectives=("offchip_bytes",)), rngd)  # (no latency bound to stop on)
-    assert inner_size(two, rngd) == inner_size(energy, rngd) == CELLS_INNER > DEFAULT_INNER
-    assert inner_size(latency, rngd) == inner_size(two, trn1) == inner_size(two, ascend) == DEFAULT_INNER
+    assert inner_size(two, rngd) == inner_size(energy, rngd) == inner_size(two, ascend) == CELLS_INNER > DEFAULT_INNER
+    assert inner_size(latency, rngd) == inner_size(two, trn1) == inner_size(two, tt) == DEFAULT_INNER
+    assert inner_size(latency, ascend) == DEFAULT_INNER
     assert inner_size(two) == DEFAULT_INNER  # (no target: an Optuna study's sub-spaces)
     assert inner_size(SearchSettings(objectives=("latency", "footprint"), inner_points=100), rngd) == 100
     big = matmul(4096, 4096, 4096)

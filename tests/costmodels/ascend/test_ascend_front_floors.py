@@ -17,8 +17,10 @@ from costmodels.ascend import cost as cc
 from costmodels.ascend.bounds import box
 from costmodels.ascend.cube_tables import CUBE_ORDER
 from costmodels.ascend.floors import FRONT_FLOORED, cube_structure_floors, cube_structure_front_floors
+from costmodels.ascend.target import CELL_NAMES
 from costmodels.param_tables import grid_fields
 from costmodels.registry import get_target
+from mapper.enumerate import subspace_codes
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from mapper.strategies import split_params
@@ -87,22 +89,68 @@ def test_no_feasible_point_of_a_structure_beats_its_floors(preset: str) -> None:
     assert above > checked // 4  # energy or footprint floors that differ between structures
 
 
-def test_front_cells_read_the_floors_of_the_structure() -> None:
+def test_front_cells_are_the_floors_of_the_free_m_and_n_tiles() -> None:
+    """A structure's cells: one per choice of the M and N instruction tiles it leaves free, read from the floors of
+    the structures with those tiles fixed too (`CELL_NAMES`), in the C order of their choices."""
     t = get_target("ascend-910b")
     p = einsum("mk,kn->mn", {"m": 600, "k": 300, "n": 200}, dtype="bf16", weight=1)
     prep = t.prepared(p)
-    grid = prep.space.params[[q.name for q in prep.space.params].index("core_grid")]
-    table = cube_structure_front_floors(prep, ("double_buffer", "core_grid"), ("energy", "latency"))
-    cell = t.structure_front_cells(p, {"core_grid": grid.choices[3], "double_buffer": True}, ("energy", "latency"))
-    at = [q.name for q in prep.space.params].index("double_buffer")
-    db = prep.space.params[at].choices.index(True)
-    order = [n for n in (q.name for q in prep.space.params) if n in ("double_buffer", "core_grid")]
-    index = (db, 3) if order == ["double_buffer", "core_grid"] else (3, db)
-    sizes = (2, len(grid.choices)) if order == ["double_buffer", "core_grid"] else (len(grid.choices), 2)
-    assert cell is not None and cell.shape == (1, 2)
-    assert np.array_equal(cell[0], table[int(np.ravel_multi_index(index, sizes))])
-    whole = t.structure_front_cells(p, {}, ("footprint",))
-    assert whole is not None and whole.shape == (1, 1) and whole[0, 0] > 0
+    order = [q.name for q in prep.space.params]
+    grid = prep.space.params[order.index("core_grid")]
+    fixed = {"core_grid": grid.choices[3], "double_buffer": True}
+    cells = t.structure_front_cells(p, fixed, ("energy", "latency"))
+    tiles = [q for q in prep.space.params if q.name in CELL_NAMES]
+    assert [q.name for q in tiles] == ["base_m", "base_n"]
+    assert cells is not None and cells.shape == (len(tiles[0].choices) * len(tiles[1].choices), 2)
+    names = (*(n for n in order if n in fixed), "base_m", "base_n")
+    table = cube_structure_front_floors(prep, names, ("energy", "latency"))
+    sizes = [len(prep.space.params[order.index(n)].choices) for n in names]
+    at = [prep.space.params[order.index(n)].choices.index(fixed[n]) for n in names[:2]]
+    first = int(np.ravel_multi_index((*at, 0, 0), sizes))
+    assert np.array_equal(cells, table[first : first + len(cells)])
+    assert len(np.unique(cells, axis=0)) > 1  # the tiles change the floors
+    # a structure that fixes an M tile has one cell per N tile; one that fixes both, a single cell
+    m0 = tiles[0].choices[0]
+    assert t.structure_front_cells(p, {**fixed, "base_m": m0}, ("energy",)).shape == (len(tiles[1].choices), 1)
+    one = t.structure_front_cells(p, {"base_m": m0, "base_n": tiles[1].choices[-1]}, ("footprint",))
+    assert one is not None and one.shape == (1, 1) and one[0, 0] > 0
+
+
+@pytest.mark.parametrize("preset", ["ascend-910b", "ascend-a5"])
+def test_every_point_is_bounded_by_its_own_cell(preset: str) -> None:
+    """`structure_cell_of_points` places each point of a structure in the cell whose row bounds it, on every
+    objective (the points priced by the target itself); a point moved to another cell is caught."""
+    t = get_target(preset)
+    rng = random.Random(3)
+    checked = tight = 0
+    for p in _problems(seed=11):
+        prep = t.prepared(p)
+        space = prep.space
+        for inner in (256, 4096):
+            structural, rest = split_params(space, inner)
+            names = [q.name for q in structural]
+            for combo in sample_product(rng, [len(q.choices) for q in structural], 4):
+                fixed = {q.name: q.choices[i] for q, i in zip(structural, combo, strict=True)}
+                rows = t.structure_front_cells(p, fixed, OBJECTIVES)
+                assert rows is not None
+                codes = subspace_codes(
+                    space, {q.name: q.choices.index(fixed[q.name]) for q in structural}, tuple(q.name for q in rest)
+                )
+                at = t.structure_cell_of_points(p, fixed, codes, OBJECTIVES)
+                assert at is not None and at.shape == (len(codes[names[0]]),) and at.max() < len(rows)
+                score = t.score_codes(p, codes)
+                ok = np.asarray(score.feasible, dtype=bool)
+                if not ok.any():
+                    continue
+                vals = np.stack([np.asarray(score.objectives[o])[ok] for o in OBJECTIVES], axis=1)
+                own = rows[at[ok]]
+                assert (vals >= own * (1 - 1e-12)).all(), (p.label, fixed)
+                checked += 1
+                # the cells are not all one row: some point would break a neighbouring cell's row
+                wrong = rows[(at[ok] + 1) % len(rows)]
+                tight += bool((vals < wrong * (1 - 1e-9)).any())
+    assert checked > 20
+    assert tight > checked // 3
 
 
 def test_front_cells_refuse_what_they_do_not_floor() -> None:
