@@ -204,7 +204,7 @@ class FrontBounds:
         self._placed = self._cells if isinstance(self._cells, CellOfPoints) else None
         # a target that floors its structures in one array (`StructureFloored`: Ascend) bounds one exactly only by
         # pricing its points, more than scoring its open cells costs: its cells, which carry their own latency
-        # floors, are then lifted to the whole space's vector instead of the structure's (`live_points`)
+        # floors, are then lifted to the whole space's vector instead of the structure's (`cheap`)
         self._lift = not isinstance(target, StructureFloored)
         # each structure's cells: (the rows, which are the cells' own (None: all), the front they were screened by)
         self._kept: OrderedDict[tuple[tuple[str, Choice], ...], _Cells | None] = OrderedDict()
@@ -306,7 +306,7 @@ class FrontBounds:
         cells = self._cells_of(fixed, front)
         if cells is None:
             return None
-        live = self._live_cells(fixed, cells, self(fixed) if self._lift else self.whole(), front)
+        live = self._live_cells(fixed, cells, self.cheap(fixed), front)
         if live.all():
             return None
         if not live.any():  # (no point's cell needed)
@@ -331,6 +331,11 @@ class FrontBounds:
     def __call__(self, fixed: dict[str, Choice]) -> np.ndarray:
         """The bound vector of the structure with these fixed choices."""
         return self.with_latency(self.latency(fixed) if self.latency is not None else 0.0)
+
+    def cheap(self, fixed: dict[str, Choice]) -> np.ndarray:
+        """A bound vector of the structure that costs no pricing of its points: its own (`__call__`), or the whole
+        space's where the target bounds a structure exactly only by pricing it (`StructureFloored`)."""
+        return self(fixed) if self._lift else self.whole()
 
     def with_latency(self, latency: float) -> np.ndarray:
         out = self.floor.copy()

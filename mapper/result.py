@@ -71,7 +71,11 @@ class Certificate(BaseModel):
     structures_total: int = Field(ge=0)
     inner_points: int = Field(ge=0, description="points of each structure's sub-space")
     scored: int = Field(ge=0, description="structures whose whole sub-space was scored")
-    pruned_by_bound: int = Field(ge=0, description="structures whose bound showed none of their points is better")
+    pruned_by_bound: int = Field(
+        ge=0,
+        description="structures whose bound showed none of their points is better (several objectives: the front "
+        "dominates each of their cells, or each cell it leaves open was scored and holds no feasible point)",
+    )
     unexplored: int = Field(ge=0, description="structures neither scored nor bounded out")
     best: float | None = Field(default=None, description="best value of the objective found")
     best_remaining_bound: float | None = Field(

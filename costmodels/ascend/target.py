@@ -39,8 +39,13 @@ from workload.problem import Problem
 WARM_STARTS = 64
 #: floor tables of several objectives kept per problem (one per set of fixed names and objectives)
 FRONT_FLOOR_TABLES = 4
-#: the parameters whose choices cut a structure into cells (`structure_front_cells`), where it leaves them free
-CELL_NAMES = ("base_m", "base_n")
+#: the parameters whose choices cut a structure into cells (`structure_front_cells`), where it leaves them free: the
+#: ones the floors are cheap over (one table of every structure's cells in about 10 ms on a benchmark layer) and that
+#: split a structure's least latency from its least footprint (`bench.two_objectives` on both presets, the four
+#: against the M and N tiles alone, separate runs on 2026-11-27: latency + footprint 1.5-1.9x faster, latency +
+#: energy 1.0-1.3x; on llama7b-prefill attn.scores the open cells hold 3% of the space's points instead of 13%
+#: against the exact latency + footprint front, counted once by hand outside `bench/`)
+CELL_NAMES = ("base_m", "base_n", "l1_n", "double_buffer")
 
 
 class AscendTarget(FamilyTarget[Prepared]):
@@ -114,9 +119,10 @@ class AscendTarget(FamilyTarget[Prepared]):
     def structure_front_cells(
         self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...]
     ) -> np.ndarray | None:
-        """The structure's cells, one per choice of the M and N instruction tiles it leaves free (`CELL_NAMES`;
-        one cell when it fixes both): a floor of each objective over the cell's points (ascend/floors.py,
-        `cube_structure_front_floors`; `mapper.bounds.FrontCellBounded`), in the C order of those tiles' choices.
+        """The structure's cells, one per combination of the `CELL_NAMES` parameters it leaves free (the M and N
+        instruction tiles, the N tiles per L1 tile, double buffering; one cell when it fixes them all): a floor of
+        each objective over the cell's points (ascend/floors.py, `cube_structure_front_floors`;
+        `mapper.bounds.FrontCellBounded`), in the C order of those parameters' choices (the space's order).
         Read from the floors of every cell of every structure of the same fixed names, computed in one numpy
         pass on first use. None for row reductions and objectives not floored here.
 
@@ -137,7 +143,7 @@ class AscendTarget(FamilyTarget[Prepared]):
         objectives: tuple[str, ...] = (),
     ) -> np.ndarray | None:
         """Each point's row in `structure_front_cells` (the structure's points as code columns;
-        `mapper.bounds.CellOfPoints`): the C-order index of its free M and N tile choices."""
+        `mapper.bounds.CellOfPoints`): the C-order index of its choices of the free `CELL_NAMES` parameters."""
         prep = self.prepared(problem)
         if not problem.is_binary or prep.reasons:
             return None

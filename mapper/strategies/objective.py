@@ -349,10 +349,8 @@ class Evaluator:
         else:
             got = self._live(fixed)
             if got is None:  # every cell dominated by the front: pruned by its bound, not infeasible
-                assert self.front_bounds is not None
                 self._ahead.pop(key, None)
-                vec = self.front_bounds(fixed)
-                return Outcome(None, None, bound=float(vec[0]), bound_values=tuple(float(x) for x in vec))
+                return self._closed(fixed)
             codes, idx, left_out = got
             score = self._read_ahead(key, idx)
         self.cells_left_out += left_out
@@ -360,6 +358,10 @@ class Evaluator:
             score = self.target.score_codes(self.problem, codes)
         feas = np.asarray(score.feasible, dtype=bool)
         self.scored += feas.size
+        if not feas.any() and left_out:
+            # the cells the front left open hold no feasible point and the others are dominated: nothing of the
+            # structure can join the front, as if every cell were dominated (and its points are not all infeasible)
+            return self._closed(fixed)
         if not feas.any():  # why: the violations of a few points spread over the sub-space, checked one by one
             n = feas.size
             found = {
@@ -387,6 +389,12 @@ class Evaluator:
         if self.front_bounds is not None:  # one objective bounded cell by cell: its "front" is the best point
             return Outcome(point, values, front=[(point, values)])
         return Outcome(point, values)
+
+    def _closed(self, fixed: dict[str, Choice]) -> Outcome:
+        """A visited structure none of whose points can join the front (`_score`): pruned by its bound vector."""
+        assert self.front_bounds is not None
+        vec = self.front_bounds.cheap(fixed)
+        return Outcome(None, None, bound=float(vec[0]), bound_values=tuple(float(x) for x in vec))
 
     def merged_front(self) -> list[tuple[dict[str, Choice], tuple[float, ...]]]:
         """The Pareto front of every scored structure's front: exact over what was scored, no duplicate value.

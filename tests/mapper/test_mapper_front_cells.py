@@ -11,6 +11,7 @@ import itertools
 import numpy as np
 import pytest
 
+from costmodels.protocol import BatchScore
 from costmodels.registry import get_target
 from costmodels.rngd.scoring import S_PARAMS
 from mapper.bounds import FrontBounds, dominated_rows
@@ -121,6 +122,41 @@ def test_a_visited_structure_whose_cells_are_all_dominated_counts_as_pruned_not_
     at = t.structure_cell_of_points(p, fixed2, codes)  # type: ignore[attr-defined]
     in_feasible_cells = int(np.isfinite(cells[at, 0]).sum())
     assert ev.visit(fixed2).bound is None and 0 < ev.scored == in_feasible_cells < len(at)
+
+
+def test_a_structure_whose_open_cells_hold_no_feasible_point_is_pruned_without_checking_points(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its other cells are dominated, so none of its points can join the front: pruned by its bound, not counted
+    infeasible (its dominated points were never priced) and no point checked one by one for violations. With no
+    point left out, the same scores make it infeasible, its violations checked."""
+    p = PROBLEMS["gemm"]
+    t = get_target("rngd")
+    space = t.space(p)
+    structural, inner = split_params(space, 65536)
+    fixed = {q.name: q.choices[0] for q in structural}
+    cells = t.structure_front_cells(p, fixed, OBJECTIVES)  # type: ignore[attr-defined]
+    finite = cells[np.isfinite(cells).all(axis=1)]
+    front = finite[[int(np.argmin(finite[:, 0]))]]  # dominates some cells, leaves the lower-bytes ones open
+    checked: list[int] = []
+    real_check = t.check
+    monkeypatch.setattr(t, "score_codes", lambda prob, codes: BatchScore.infeasible(len(codes["rows"]), t.objectives))
+    monkeypatch.setattr(t, "check", lambda prob, m: checked.append(1) or real_check(prob, m))
+
+    def evaluator() -> Evaluator:
+        fb = FrontBounds(t, p, OBJECTIVES)
+        inner_names = tuple(q.name for q in inner)
+        return Evaluator(t, p, space, OBJECTIVES, Encoding.of(structural), inner_names, front_bounds=fb)
+
+    ev = evaluator()
+    ev.front_values = front
+    outcome = ev.visit(fixed)
+    assert ev.cells_left_out > 0 and ev.scored > 0  # some cells open, their points priced
+    assert outcome.bound is not None and outcome.point is None and not outcome.violations
+    assert (ev.pruned, ev.infeasible, checked) == (1, 0, [])
+    ev = evaluator()  # no front: every point priced, none feasible
+    outcome = ev.visit(fixed)
+    assert (ev.pruned, ev.infeasible, ev.cells_left_out) == (0, 1, 0) and outcome.bound is None and checked
 
 
 @pytest.mark.parametrize("objectives", [OBJECTIVES, ("latency", "energy"), ("latency", "footprint")])

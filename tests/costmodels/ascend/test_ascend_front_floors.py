@@ -89,30 +89,34 @@ def test_no_feasible_point_of_a_structure_beats_its_floors(preset: str) -> None:
     assert above > checked // 4  # energy or footprint floors that differ between structures
 
 
-def test_front_cells_are_the_floors_of_the_free_m_and_n_tiles() -> None:
-    """A structure's cells: one per choice of the M and N instruction tiles it leaves free, read from the floors of
-    the structures with those tiles fixed too (`CELL_NAMES`), in the C order of their choices."""
+def test_front_cells_are_the_floors_of_the_cell_parameters_left_free() -> None:
+    """A structure's cells: one per combination of the `CELL_NAMES` parameters it leaves free (the M and N
+    instruction tiles, the N tiles per L1 tile, double buffering), read from the floors of the structures with
+    those fixed too, in the C order of their choices (the space's order of the parameters)."""
     t = get_target("ascend-910b")
     p = einsum("mk,kn->mn", {"m": 600, "k": 300, "n": 200}, dtype="bf16", weight=1)
     prep = t.prepared(p)
-    order = [q.name for q in prep.space.params]
-    grid = prep.space.params[order.index("core_grid")]
-    fixed = {"core_grid": grid.choices[3], "double_buffer": True}
+    params = {q.name: q for q in prep.space.params}
+    order = list(params)
+    assert set(CELL_NAMES) <= set(order)
+    fixed = {"core_grid": params["core_grid"].choices[3], "double_buffer": True}
     cells = t.structure_front_cells(p, fixed, ("energy", "latency"))
-    tiles = [q for q in prep.space.params if q.name in CELL_NAMES]
-    assert [q.name for q in tiles] == ["base_m", "base_n"]
-    assert cells is not None and cells.shape == (len(tiles[0].choices) * len(tiles[1].choices), 2)
-    names = (*(n for n in order if n in fixed), "base_m", "base_n")
+    free = [n for n in order if n in CELL_NAMES and n not in fixed]
+    assert free == ["base_m", "base_n", "l1_n"]
+    assert cells is not None and cells.shape == (int(np.prod([len(params[n].choices) for n in free])), 2)
+    names = (*(n for n in order if n in fixed), *free)
     table = cube_structure_front_floors(prep, names, ("energy", "latency"))
-    sizes = [len(prep.space.params[order.index(n)].choices) for n in names]
-    at = [prep.space.params[order.index(n)].choices.index(fixed[n]) for n in names[:2]]
-    first = int(np.ravel_multi_index((*at, 0, 0), sizes))
+    sizes = [len(params[n].choices) for n in names]
+    at = [params[n].choices.index(fixed[n]) for n in names[:2]]
+    first = int(np.ravel_multi_index((*at, *(0 for _ in free)), sizes))
     assert np.array_equal(cells, table[first : first + len(cells)])
-    assert len(np.unique(cells, axis=0)) > 1  # the tiles change the floors
-    # a structure that fixes an M tile has one cell per N tile; one that fixes both, a single cell
-    m0 = tiles[0].choices[0]
-    assert t.structure_front_cells(p, {**fixed, "base_m": m0}, ("energy",)).shape == (len(tiles[1].choices), 1)
-    one = t.structure_front_cells(p, {"base_m": m0, "base_n": tiles[1].choices[-1]}, ("footprint",))
+    assert len(np.unique(cells, axis=0)) > 1  # the free parameters change the floors
+    # a structure that fixes the M tile too has one cell per (N tile, N tiles per L1 tile); one fixing them all, one
+    m0, n0 = params["base_m"].choices[0], params["base_n"].choices[-1]
+    got = t.structure_front_cells(p, {**fixed, "base_m": m0}, ("energy",))
+    assert got is not None and got.shape == (len(params["base_n"].choices) * len(params["l1_n"].choices), 1)
+    every = {"base_m": m0, "base_n": n0, "l1_n": params["l1_n"].choices[0], "double_buffer": False}
+    one = t.structure_front_cells(p, every, ("footprint",))
     assert one is not None and one.shape == (1, 1) and one[0, 0] > 0
 
 
