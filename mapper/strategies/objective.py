@@ -198,7 +198,7 @@ class Evaluator:
         if self.front_bounds is not None:
             if self.front_values is None:
                 return None
-            vec = self.front_bounds(fixed)
+            vec = self.front_bounds.cheap(fixed)  # (the cells decide; Ascend's exact vector would price the box)
             if not self.front_bounds.out(fixed, self.front_values, vec):
                 return None
             return Outcome(None, None, bound=float(vec[0]), bound_values=tuple(float(x) for x in vec))
