@@ -63,6 +63,14 @@ products of minima are rounded differently from the model's products, and the fl
 exceed the exact bound by a rounding (best-first's visit order relies on floor <= exact bound).
 `tests/costmodels/test_structure_bounds.py` checks floor <= exact bound on many structures of
 random problems.
+
+**Feasibility.** A structure none of whose points passes every check of `cost.cube_checks` gets
+``inf`` (`_feasible`, exact): the checks other than the grid's (TMATMUL ranges, L0A, L0B, L0C and
+L1 holding both chunks) span only the tile, L1 and double-buffering axes, so they are evaluated
+jointly over the product of those axes (one boolean per combination, 60,840 on Llama-7B prefill
+attn.scores) and reduced over the free ones; the grid's check spans the grid alone. Cells with a floor
+but no feasible point were 95% of the cells a Llama-7B attn.scores latency + energy front left open
+on ascend-910b (counted once by hand outside `bench/`, 1,500 sampled).
 """
 
 from __future__ import annotations
@@ -196,7 +204,25 @@ def _terms(g: FloorGrid) -> dict[str, np.ndarray]:
         "ok_b": ok_b,
         "steps_high": g.high(f["blocks_m"], f["bn"], f["nk"]),
         "overlap": 2 * low(f["acc_m"], f["acc_n"]) <= c.l0c,
+        "feasible": _feasible(g),
     }
+
+
+def _feasible(g: FloorGrid) -> np.ndarray:
+    """Whether some choice of the free parameters passes every check of `cost.cube_checks`, over the tables'
+    axes with the free ones reduced: the checks but the grid's are taken jointly over the product of the tile,
+    L1 and double-buffering axes (one boolean per combination), the grid's alone (it spans no other axis, so
+    a passing combination and a passing grid make a feasible point together)."""
+    f, c = g.f, g.c
+    h = f["h"]
+    ok = f["rng_m"] & f["rng_n"] & (f["l0a"] * h <= c.l0a) & (f["l0b"] * h <= c.l0b)
+    ok = ok & (f["acc_m"] * f["acc_n"] <= c.l0c) & ((f["l1a"] + f["l1b"]) * h <= c.l1)
+    grid = f["grid_ok"]
+
+    def some(a: np.ndarray) -> np.ndarray:
+        return np.any(a, axis=tuple(ax for ax in g.drop if a.shape[ax] > 1), keepdims=True)
+
+    return some(ok) & some(grid)
 
 
 def _latency(g: FloorGrid, t: dict[str, np.ndarray]) -> np.ndarray:
@@ -210,7 +236,8 @@ def _latency(g: FloorGrid, t: dict[str, np.ndarray]) -> np.ndarray:
     # FIX overlaps the next block only where two accumulators fit L0C (cost._core): else it follows the pipe
     doubled = np.where(t["overlap"], np.maximum(pipe, fix), pipe + fix)
     core = np.where(g.f["db"], doubled, cube + mte1 + mte2 + fix)  # double buffering's axis: both choices
-    return np.maximum(core, t["offchip"] / g.c.hbm_rate) / g.c.clock_hz * (1 - FLOOR_SLACK)
+    seconds = np.maximum(core, t["offchip"] / g.c.hbm_rate) / g.c.clock_hz * (1 - FLOOR_SLACK)
+    return np.where(t["feasible"], seconds, np.inf)
 
 
 def cube_structure_floors(prep: Prepared, names: tuple[str, ...]) -> np.ndarray:
@@ -242,7 +269,7 @@ def cube_structure_front_floors(prep: Prepared, names: tuple[str, ...], objectiv
     L0A/L0B terms are taken only over the tiles that fit their buffer (`_terms`), the A and B chunks only
     where they fit L1 alone, the accumulators only where they fit L0C: a feasible point passes those
     checks (`cost.cube_checks`), so leaving out the others keeps the floor admissible. A structure with no
-    such choice gets ``inf``. `tests/costmodels/ascend/test_ascend_front_floors.py` checks every row
+    such choice, or no point passing every check (`_feasible`), gets ``inf``. `tests/costmodels/ascend/test_ascend_front_floors.py` checks every row
     against the structure's feasible points on random problems.
 
     Raises:
@@ -278,7 +305,8 @@ def cube_structure_front_floors(prep: Prepared, names: tuple[str, ...], objectiv
         fb = np.where(t["ok_b"] & (f["l1b"] * h <= c.l1), f["fb"], inf)
         acc = f["acc_m"] * f["acc_n"]
         cols["footprint"] = low(fa, h) + low(fb, h) + low(np.where(acc <= c.l0c, acc, inf))
-    return np.stack([g.laid_out(cols[o]).reshape(-1) for o in objectives], axis=1)
+    feasible = t["feasible"]
+    return np.stack([g.laid_out(np.where(feasible, cols[o], np.inf)).reshape(-1) for o in objectives], axis=1)
 
 
 def _axis_names(order: list[str]) -> list[tuple[int, str]]:

@@ -7,6 +7,7 @@ problem's floors, which is what lets a search with several objectives leave stru
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 
@@ -52,7 +53,7 @@ def _problems(seed: int) -> list[Problem]:
 def test_no_feasible_point_of_a_structure_beats_its_floors(preset: str) -> None:
     t = get_target(preset)
     rng = random.Random(7)
-    checked = above = 0
+    checked = above = empty = 0
     for p in _problems(seed=len(preset)):
         prep = t.prepared(p)
         space = prep.space
@@ -73,7 +74,9 @@ def test_no_feasible_point_of_a_structure_beats_its_floors(preset: str) -> None:
                 lo, hi = box(prep, fixed)
                 res = cc.cube_scores(prep.consts, grid_fields(prep.tables, lo, hi, CUBE_ORDER), energy=prep.energy)
                 row = table[int(np.ravel_multi_index(combo, sizes)) if sizes else 0]
-                if not res["ok"].any():
+                if not res["ok"].any():  # no feasible point: every floor says so (`floors._feasible`)
+                    assert np.isinf(row).all(), (p.label, fixed, row)
+                    empty += 1
                     continue
                 best = np.array([np.min(res[o][res["ok"]]) for o in OBJECTIVES])
                 assert (best >= row * (1 - 1e-12)).all(), (
@@ -85,8 +88,47 @@ def test_no_feasible_point_of_a_structure_beats_its_floors(preset: str) -> None:
                 assert np.isfinite(row).all()
                 checked += 1
                 above += bool((row[2:] > whole[2:] * (1 + 1e-9)).any())
-    assert checked > 100
+    assert checked > 100 and empty > 10
     assert above > checked // 4  # energy or footprint floors that differ between structures
+
+
+def test_a_structure_whose_chunks_fit_l1_only_apart_has_no_floor() -> None:
+    """L1 must hold both chunks at once (`cost.cube_checks`): a structure whose every point fails only that check,
+    each chunk fitting alone, is infeasible, and its floors say so (inf) rather than a value no point reaches."""
+    t = get_target("ascend-910b")
+    p = einsum("mk,kn->mn", {"m": 4096, "k": 4096, "n": 4096}, dtype="bf16", weight=1)
+    prep = t.prepared(p)
+    params = {q.name: q for q in prep.space.params}
+    found = 0
+    for bk, lk, lm, ln in itertools.product(
+        params["base_k"].choices, params["l1_k"].choices, params["l1_m"].choices, params["l1_n"].choices
+    ):
+        fixed = {"base_k": bk, "l1_k": lk, "l1_m": lm, "l1_n": ln, "double_buffer": True}
+        lo, hi = box(prep, fixed)
+        fields = grid_fields(prep.tables, lo, hi, CUBE_ORDER)
+        res = cc.cube_scores(prep.consts, fields, energy=prep.energy)
+        checks = cc.cube_checks(
+            prep.consts, fields, {"acc": fields["acc_m"] * fields["acc_n"], "l1": fields["l1a"] + fields["l1b"]}
+        )
+        others = np.logical_and.reduce(
+            [np.broadcast_to(v, res["ok"].shape) for k, v in checks.items() if k != "l1-capacity"]
+        )
+        h = fields["h"]
+        apart = np.broadcast_to(
+            (fields["l1a"] * h <= prep.consts.l1) & (fields["l1b"] * h <= prep.consts.l1), others.shape
+        )
+        if res["ok"].any() or not (others & apart).any():
+            continue
+        rows = cube_structure_front_floors(prep, tuple(n for n in params if n in fixed), OBJECTIVES)
+        names = [n for n in params if n in fixed]
+        at = int(
+            np.ravel_multi_index(
+                [params[n].choices.index(fixed[n]) for n in names], [len(params[n].choices) for n in names]
+            )
+        )
+        assert np.isinf(rows[at]).all(), fixed
+        found += 1
+    assert found > 0
 
 
 def test_front_cells_are_the_floors_of_the_cell_parameters_left_free() -> None:
