@@ -144,21 +144,31 @@ def bounded_by_cells(objectives: tuple[str, ...], target: Target) -> bool:
 
 
 def live_structures(
-    blocks: Iterator[tuple[int, np.ndarray]], total: int, front: np.ndarray, stop: Callable[[], bool] | None = None
+    blocks: Iterator[tuple[int, np.ndarray]],
+    total: int,
+    front: np.ndarray,
+    stop: Callable[[], bool] | None = None,
+    open_floors: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """Which of `total` structures have a cell that `front` does not dominate (`FrontCellBlocks`' blocks).
 
     A structure that is not live has every cell dominated by a front point (within `RTOL`): each of
     its points is dominated by, or has the values of, a point of `front`, and of every front that
     grows from it. None when `stop` says so between two blocks (the pass is abandoned). The pass ends
-    early once every structure is live.
+    early once every structure is live. `open_floors` (total x objectives, filled with inf by the caller):
+    each structure's least row vector, objective by objective, over the cells the front leaves open (for
+    the visit order only: `mapper.strategies.front_pass`; it may be of lower precision).
     """
     live = np.zeros(total, dtype=bool)
     for first, rows in blocks:
         if stop is not None and stop():
             return None
-        live[first : first + len(rows)] |= ~dominated_rows(rows, front)
-        if live.all():  # nothing can be left out: the rest of the pass would not change that
+        open_ = ~dominated_rows(rows, front)
+        live[first : first + len(rows)] |= open_
+        if open_floors is not None and open_.any():
+            at = np.flatnonzero(open_)
+            np.minimum.at(open_floors, first + at, rows[at].astype(open_floors.dtype))
+        if live.all() and open_floors is None:  # nothing can be left out: the rest of the pass would not change that
             break
     return live
 

@@ -339,6 +339,10 @@ class BestFirst(Strategy):
         notes = [f"best-first over {total:,} {split}, {cert.inner_points:,} points each: {how}"]
         if live is not None and live.live is not None:
             again = f"; {live.passes:,} more passes as the front grew left out {live.later:,} of those"
+            first = (
+                f"; {live.open_seeded:,} of those on the staircase of their open cells' floors "
+                f"{'was' if live.open_seeded == 1 else 'were'} visited first"
+            )
             notes.append(
                 f"after {live.after - live.seeded:,} structures "
                 f"{'proved the least latency' if live.at >= 0 else 'in latency-bound order'}"
@@ -346,8 +350,8 @@ class BestFirst(Strategy):
                 "every structure's cells "
                 f"left {live.live:,} whose cells the {'front' if len(settings.objectives) > 1 else 'best'} did not "
                 "dominate; the other "
-                f"{live.pruned - live.later:,} were pruned by bound{again if live.passes else ''} "
-                f"(passes: {live.seconds:.3f} s)"
+                f"{live.pruned - live.later:,} were pruned by bound{first if live.open_seeded else ''}"
+                f"{again if live.passes else ''} (passes: {live.seconds:.3f} s)"
             )
         notes.extend(certificate_notes(cert, point is not None))
         return Searched(

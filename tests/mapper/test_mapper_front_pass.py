@@ -43,6 +43,7 @@ CLOCK = Clock()
 def _clock(monkeypatch: pytest.MonkeyPatch) -> None:
     CLOCK.now = 0.0
     monkeypatch.setattr(front_pass, "time", CLOCK)
+    monkeypatch.setattr(front_pass, "OPEN_SEEDS", 0)  # the passes' policy alone; the seeds have their own test
 
 
 def _run(
@@ -50,6 +51,7 @@ def _run(
     asked: list[list[int]] | None = None,
     take: int = 3,
     passes: list[np.ndarray | None] | None = None,
+    cells: np.ndarray = CELLS,
 ) -> tuple[list[int], LivePass]:
     """Visit the N structures through a `LivePass`; `asked` hears each look-ahead (`Evaluator.score_ahead`),
     which goes through `take` structures at a time; `passes` hears the structures each pass is asked about."""
@@ -61,13 +63,13 @@ def _run(
 
     ev = SimpleNamespace(front_values=np.array([[0.5, 1000.0]]), score_ahead=score_ahead)  # dominates no cell
     structural = (Param(name="x", choices=tuple(range(N))),)
-    flat = CELLS[:, 0].copy()
+    flat = cells[:, 0].copy()
 
     def blocks(front: np.ndarray, live: np.ndarray | None = None) -> Iterator[tuple[int, np.ndarray]]:
         if passes is not None:
             passes.append(None if live is None else live.copy())
         CLOCK.sleep(0.002)  # a pass takes some time: the visits after it must take twice that
-        yield 0, CELLS
+        yield 0, cells
 
     lp = LivePass(flat, structural, ev, 0, blocks, set(), lambda: False)  # type: ignore[arg-type]
     order = ((key, float(flat[key[0]])) for key in ((i,) for i in range(N)))
@@ -115,6 +117,38 @@ def test_the_coming_live_structures_are_priced_ahead_a_few_at_a_time() -> None:
     assert asked[0] == list(range(N))
     assert asked[1] == [5, 6, 7, 8, 9] and asked[2] == [8, 9]
     assert visited == [0, 5, 6, 7, 8, 9]
+
+
+def test_after_the_first_pass_the_live_structures_on_the_staircase_of_their_open_cells_come_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`OPEN_SEEDS`: the live structures no other beats on both its latency bound and its open cells' least bytes
+    (the pass's own rows) are visited first, each once; the latency order then goes on with the rest."""
+    monkeypatch.setattr(front_pass, "OPEN_SEEDS", 16)
+    cells = np.array([[i + 1.0, b] for i, b in enumerate([50.0, 60, 40, 70, 30, 80, 90, 20, 95, 99])])
+    visited, lp = _run(np.array([[0.5, 1000.0]]), cells=cells)  # the front dominates no cell: all live
+    assert visited == [0, 2, 4, 7, 1, 3, 5, 6, 8, 9]
+    assert lp.open_seeded == 4 and lp.live == N and lp.after == 0
+    monkeypatch.setattr(front_pass, "OPEN_SEEDS", 2)  # the two ends of the staircase
+    visited, lp = _run(np.array([[0.5, 1000.0]]), cells=cells)
+    assert visited == [0, 7, 1, 2, 3, 4, 5, 6, 8, 9] and lp.open_seeded == 2
+
+
+def test_the_pass_keeps_each_structures_least_open_cell_objective_by_objective() -> None:
+    """`live_structures`' ``open_floors``: the least of each objective over the cells the front leaves open only."""
+    from mapper.bounds import live_structures
+
+    front = np.array([[2.0, 2.0]])
+    first = np.array([[1.0, 9.0], [3.0, 3.0], [2.5, 2.5]])  # one cell of each of structures 0, 1, 2
+    second = np.array([[5.0, 4.0], [1.0, 1.5], [4.0, 1.0]])  # another cell of each
+    lows = np.full((3, 2), np.inf)
+    live = live_structures(iter([(0, first), (0, second)]), 3, front, None, lows)
+    assert live is not None and live.tolist() == [True, True, True]
+    # (5, 4), (3, 3) and (2.5, 2.5) are dominated by (2, 2): their values are not the open cells' least
+    assert lows.tolist() == [[1.0, 9.0], [1.0, 1.5], [4.0, 1.0]]
+    lows = np.full((2, 2), np.inf)
+    live = live_structures(iter([(1, np.array([[3.0, 3.0]]))]), 2, front, None, lows)  # a block from structure 1
+    assert live is not None and live.tolist() == [False, False] and np.isinf(lows).all()
 
 
 def test_seed_structures_are_the_staircase_of_latency_bounds_over_floors() -> None:
