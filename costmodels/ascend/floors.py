@@ -269,8 +269,9 @@ def cube_structure_front_floors(prep: Prepared, names: tuple[str, ...], objectiv
     L0A/L0B terms are taken only over the tiles that fit their buffer (`_terms`), the A and B chunks only
     where they fit L1 alone, the accumulators only where they fit L0C: a feasible point passes those
     checks (`cost.cube_checks`), so leaving out the others keeps the floor admissible. A structure with no
-    such choice, or no point passing every check (`_feasible`), gets ``inf``. `tests/costmodels/ascend/test_ascend_front_floors.py` checks every row
-    against the structure's feasible points on random problems.
+    such choice, or no point passing every check (`_feasible`), gets ``inf``.
+    `tests/costmodels/ascend/test_ascend_front_floors.py` checks every row against the structure's feasible
+    points on random problems.
 
     Raises:
         ValueError: a name is not a parameter of the space, or an objective is not priced here.
