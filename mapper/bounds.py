@@ -166,8 +166,8 @@ def live_structures(
         open_ = ~dominated_rows(rows, front)
         live[first : first + len(rows)] |= open_
         if open_floors is not None and open_.any():
-            at = np.flatnonzero(open_)
-            np.minimum.at(open_floors, first + at, rows[at].astype(open_floors.dtype))
+            at = first + np.flatnonzero(open_)  # (one row per structure in a block: no index twice)
+            open_floors[at] = np.minimum(open_floors[at], rows[open_])
         if live.all() and open_floors is None:  # nothing can be left out: the rest of the pass would not change that
             break
     return live
