@@ -208,21 +208,43 @@ def _terms(g: FloorGrid) -> dict[str, np.ndarray]:
     }
 
 
-def _feasible(g: FloorGrid) -> np.ndarray:
-    """Whether some choice of the free parameters passes every check of `cost.cube_checks`, over the tables'
-    axes with the free ones reduced: the checks but the grid's are taken jointly over the product of the tile,
-    L1 and double-buffering axes (one boolean per combination), the grid's alone (it spans no other axis, so
-    a passing combination and a passing grid make a feasible point together)."""
+def _gm_all_joint(g: FloorGrid) -> np.ndarray:
+    """GM bytes of all cores, floored with each chunk's bytes taken jointly with the blocks over the points that
+    pass every check but the grid's (`_joint_ok`): one K chunk with A resident (A's chunks once per M block,
+    B's every step) or B resident (A's every step, B's once per N block and batch block), or several K
+    chunks (every chunk every step). Each term is ``low`` of the blocks beside the chunk bytes, the chunk
+    bytes reduced over the K choices first (they are the only factor along them). Tighter than the
+    ``gm_all`` of `_terms`, whose chunk floors hold beside any choice of the other side's; costlier (the
+    product of the M and N sides' axes and the grid's), so taken for energy only."""
+    f, low, inf = g.f, g.low, np.inf
+    joint, one, nk = _joint_ok(g), f["kmulti"] == 0, f["nk"]
+    a_1, b_1 = np.where(joint & one, f["ach"], inf), np.where(joint & one, f["bch"], inf)
+    several = np.where(joint & ~one, nk * (f["ach"] + f["bch"]), inf)
+    cm, cn = f["cores_m"], f["cores_n"]
+    mb, nb = cm * f["blocks_m"], cn * f["bn"]
+    a_resident = low(mb, a_1) * low(cn) + low(mb, nb, b_1)
+    b_resident = low(mb, nb, a_1) + low(cm) * low(cn * f["bnb"], b_1)
+    return np.minimum(np.minimum(a_resident, b_resident), low(mb, nb, several))
+
+
+def _joint_ok(g: FloorGrid) -> np.ndarray:
+    """The checks of `cost.cube_checks` but the grid's, over the product of the tile, L1 and double-buffering
+    axes (one boolean per combination: they span no other axis)."""
     f, c = g.f, g.c
     h = f["h"]
     ok = f["rng_m"] & f["rng_n"] & (f["l0a"] * h <= c.l0a) & (f["l0b"] * h <= c.l0b)
-    ok = ok & (f["acc_m"] * f["acc_n"] <= c.l0c) & ((f["l1a"] + f["l1b"]) * h <= c.l1)
-    grid = f["grid_ok"]
+    return np.asarray(ok & (f["acc_m"] * f["acc_n"] <= c.l0c) & ((f["l1a"] + f["l1b"]) * h <= c.l1))
+
+
+def _feasible(g: FloorGrid) -> np.ndarray:
+    """Whether some choice of the free parameters passes every check of `cost.cube_checks`, over the tables'
+    axes with the free ones reduced: the checks but the grid's jointly (`_joint_ok`), the grid's alone (it
+    spans no other axis, so a passing combination and a passing grid make a feasible point together)."""
 
     def some(a: np.ndarray) -> np.ndarray:
         return np.any(a, axis=tuple(ax for ax in g.drop if a.shape[ax] > 1), keepdims=True)
 
-    return some(ok) & some(grid)
+    return some(_joint_ok(g)) & some(g.f["grid_ok"])
 
 
 def _latency(g: FloorGrid, t: dict[str, np.ndarray]) -> np.ndarray:
@@ -261,7 +283,9 @@ def cube_structure_front_floors(prep: Prepared, names: tuple[str, ...], objectiv
       L2, floored as in the latency's HBM term;
     - ``energy``: the MACs' energy plus each level's pJ per byte times a floor of its bytes (all of them
       non-negative, so the sum of floors is a floor): HBM the off-chip floor; GM and L1 ``cores x
-      gm_core >= low(cores_m) * low(cores_n) * gm``; L0A ``cores x tiles x l0a >= low(cores_m * tiles_m
+      gm_core``, the larger of two floors of it: ``gm_all`` (`_terms`, each side's blocks with its core
+      count) and `_gm_all_joint` (each chunk's bytes jointly with the blocks over the points that pass
+      every check); L0A ``cores x tiles x l0a >= low(cores_m * tiles_m
       * lknk * l0a) * low(cores_n * tiles_n)``, L0B the same with the N side; L0C ``cores x blocks x
       acc_m x acc_n >= low(cores_m * blocks_m * acc_m) * low(cores_n * bn * acc_n)``;
     - ``footprint``: ``(fa + fb) x h + acc_m x acc_n >= low(fa x h) + low(fb x h) + low(acc)``.
@@ -289,7 +313,7 @@ def cube_structure_front_floors(prep: Prepared, names: tuple[str, ...], objectiv
     if "offchip_bytes" in objectives:
         cols["offchip_bytes"] = t["offchip"]
     if "energy" in objectives:
-        on_chip = t["gm_all"]
+        on_chip = np.maximum(t["gm_all"], _gm_all_joint(g))
         l0a, l0b = np.where(t["ok_a"], f["l0a"], inf), np.where(t["ok_b"], f["l0b"], inf)
         levels = {
             "hbm": t["offchip"],

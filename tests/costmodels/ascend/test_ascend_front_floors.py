@@ -131,6 +131,25 @@ def test_a_structure_whose_chunks_fit_l1_only_apart_has_no_floor() -> None:
     assert found > 0
 
 
+def test_the_joint_gm_floor_lifts_the_energy_floors_where_the_chunks_bind() -> None:
+    """`floors._gm_all_joint` takes each chunk's bytes with the blocks over the points that pass every check: on an
+    attention-shaped batched GEMM (one K chunk) it is above the per-side floor on many cells, which is what
+    lets a latency + energy front close them (admissibility: the test above, against every feasible point)."""
+    from costmodels.ascend.floors import FloorGrid, _gm_all_joint, _terms
+
+    t = get_target("ascend-910b")
+    p = einsum("bmk,bkn->bmn", {"b": 32, "m": 2048, "k": 128, "n": 2048}, dtype="f16", weight=1)
+    prep = t.prepared(p)
+    names = tuple(q.name for q in prep.space.params if q.name in ("core_grid", *CELL_NAMES))
+    g = FloorGrid(prep, names)
+    joint, loose = g.laid_out(_gm_all_joint(g)).reshape(-1), g.laid_out(_terms(g)["gm_all"]).reshape(-1)
+    both = np.isfinite(joint) & np.isfinite(loose)
+    assert both.sum() > 1000
+    assert (joint[both] > 1.2 * loose[both]).mean() > 0.1
+    energy = cube_structure_front_floors(prep, names, ("energy",))[:, 0]
+    assert (energy[both] > 0).all()
+
+
 def test_front_cells_are_the_floors_of_the_cell_parameters_left_free() -> None:
     """A structure's cells: one per combination of the `CELL_NAMES` parameters it leaves free (the M and N
     instruction tiles, the N tiles per L1 tile, double buffering), read from the floors of the structures with
