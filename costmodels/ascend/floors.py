@@ -19,7 +19,9 @@ non-negative. The model (ascend/cost.py, hardware-facts.md §3.2 steps 3-6) pric
 
 then ``core = serial = mte2 + mte1 + cube + fix`` without double buffering, and with it ``core =
 doubled``: ``pipe + fix`` where two accumulators do not fit L0C (``2 acc > L0C``: FIX cannot overlap),
-else ``min(max(pipe, fix) + fix / blocks, pipe + fix) >= max(pipe, fix)``, with ``pipe = top + (three -
+else ``min(max(pipe, fix) + fix / blocks, pipe + fix) = max(pipe, fix) + min(fix / blocks, pipe, fix)``
+(each term grows with ``pipe`` and ``fix`` and falls with ``blocks``, so floors of ``pipe`` and ``fix`` and
+``high(blocks_m) * high(bn)`` for ``blocks`` floor it), with ``pipe = top + (three -
 top) / steps``, ``top = max(mte2, mte1, cube)`` and ``three = mte2 + mte1 + cube >= top``. ``pipe``
 falls as ``steps`` grows, so with ``S >= steps`` (``S = high(blocks_m) * high(bn) * high(nk)``, each
 factor's maximum over the free choices) ``pipe >= top (1 - 1/S) + three / S``, and each of ``top`` and
@@ -203,6 +205,7 @@ def _terms(g: FloorGrid) -> dict[str, np.ndarray]:
         "ok_a": ok_a,
         "ok_b": ok_b,
         "steps_high": g.high(f["blocks_m"], f["bn"], f["nk"]),
+        "blocks_high": g.high(f["blocks_m"], f["bn"]),
         "overlap": 2 * low(f["acc_m"], f["acc_n"]) <= c.l0c,
         "feasible": _feasible(g),
     }
@@ -256,7 +259,10 @@ def _latency(g: FloorGrid, t: dict[str, np.ndarray]) -> np.ndarray:
     with np.errstate(invalid="ignore"):  # inf - inf where a structure has no feasible tile: inf below
         pipe = np.where(np.isfinite(top), top + (cube + mte1 + mte2 - top) / t["steps_high"], np.inf)
     # FIX overlaps the next block only where two accumulators fit L0C (cost._core): else it follows the pipe
-    doubled = np.where(t["overlap"], np.maximum(pipe, fix), pipe + fix)
+    # overlapping: min(max(pipe, fix) + fix / blocks, pipe + fix) = max(pipe, fix) + min(fix / blocks, pipe, fix)
+    with np.errstate(invalid="ignore"):  # (inf / inf where a structure has no feasible tile: inf by `feasible`)
+        tail = np.minimum(np.minimum(fix / t["blocks_high"], pipe), fix)
+    doubled = np.where(t["overlap"], np.maximum(pipe, fix) + tail, pipe + fix)
     core = np.where(g.f["db"], doubled, cube + mte1 + mte2 + fix)  # double buffering's axis: both choices
     seconds = np.maximum(core, t["offchip"] / g.c.hbm_rate) / g.c.clock_hz * (1 - FLOOR_SLACK)
     return np.where(t["feasible"], seconds, np.inf)
