@@ -338,21 +338,7 @@ class BestFirst(Strategy):
         split = f"structures of {target.name}'s structural parameters {names}" if preferred else "structures"
         notes = [f"best-first over {total:,} {split}, {cert.inner_points:,} points each: {how}"]
         if live is not None and live.live is not None:
-            again = f"; {live.passes:,} more passes as the front grew left out {live.later:,} of those"
-            first = (
-                f"; {live.open_seeded:,} of those on the staircase of their open cells' floors "
-                f"{'was' if live.open_seeded == 1 else 'were'} visited first"
-            )
-            notes.append(
-                f"after {live.after - live.seeded:,} structures "
-                f"{'proved the least latency' if live.at >= 0 else 'in latency-bound order'}"
-                f"{f' and {live.seeded:,} seeds along the front were scored' if live.seeded else ''}, a pass over "
-                "every structure's cells "
-                f"left {live.live:,} whose cells the {'front' if len(settings.objectives) > 1 else 'best'} did not "
-                "dominate; the other "
-                f"{live.pruned - live.later:,} were pruned by bound{first if live.open_seeded else ''}"
-                f"{again if live.passes else ''} (passes: {live.seconds:.3f} s)"
-            )
+            notes.append(live.note(several=len(settings.objectives) > 1))
         notes.extend(certificate_notes(cert, point is not None))
         return Searched(
             self.name, point, values, cert.complete, reason, ev.trace, counts, front, notes, ev.trace_points,

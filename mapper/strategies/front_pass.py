@@ -116,6 +116,22 @@ class LivePass:
         self.live: int | None = None
         self.passes, self.later = 0, 0  # passes after the first, and the structures they left out
 
+    def note(self, several: bool) -> str:
+        """What the passes did, for the result's notes (after the first pass ran: `live` set)."""
+        again = f"; {self.passes:,} more passes as the front grew left out {self.later:,} of those"
+        first = (
+            f"; {self.open_seeded:,} of those on the staircase of their open cells' floors "
+            f"{'was' if self.open_seeded == 1 else 'were'} visited first"
+        )
+        return (
+            f"after {self.after - self.seeded:,} structures "
+            f"{'proved the least latency' if self.at >= 0 else 'in latency-bound order'}"
+            f"{f' and {self.seeded:,} seeds along the front were scored' if self.seeded else ''}, a pass over "
+            f"every structure's cells left {self.live:,} whose cells the {'front' if several else 'best'} did not "
+            f"dominate; the other {self.pruned - self.later:,} were pruned by bound"
+            f"{first if self.open_seeded else ''}{again if self.passes else ''} (passes: {self.seconds:.3f} s)"
+        )
+
     def key(self, i: int) -> tuple[Choice, ...]:
         codes = np.unravel_index(i, tuple(len(p.choices) for p in self.structural))
         return tuple(p.choices[int(c)] for p, c in zip(self.structural, codes, strict=True))
