@@ -249,3 +249,23 @@ def test_bestfirst_with_the_floors_gives_the_enumerated_front(objectives: tuple[
     assert cert.pruned_by_bound > cert.structures_total // 5
     exact = int(re.search(r"the exact bounds of ([\d,]+) whose floor", " ".join(r.notes)).group(1).replace(",", ""))
     assert exact < cert.structures_total  # the dropped structures were never priced
+
+
+def test_an_optuna_study_with_two_objectives_gives_the_enumerated_front_without_pricing_boxes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each trial's structure is tested against the front by its cells beside a vector that prices no point
+    (`FrontBounds.cheap`): Ascend's exact structure bound, which prices the structure's box, is never asked."""
+    p = conv2d(batch=1, in_channels=8, out_channels=12, input_height=5, input_width=5, kernel=3, padding=1)
+    t = get_target("ascend-910b")
+    objectives = ("latency", "energy")
+    full = tune(p, t, SearchSettings(strategy="exhaustive", objectives=objectives), validate=False)
+    asked: list[dict[str, object]] = []
+    real = t.structure_bound
+    monkeypatch.setattr(t, "structure_bound", lambda prob, fixed: asked.append(fixed) or real(prob, fixed))
+    s = SearchSettings(strategy="random", objectives=objectives, inner_points=512, max_trials=5000, patience=0)
+    r = tune(p, t, s, validate=False)
+    assert r.proven_optimal and [q.values for q in r.pareto] == [q.values for q in full.pareto]
+    cert = r.certificate
+    assert cert is not None and cert.pruned_by_bound > 0
+    assert [f for f in asked if f] == []  # no structure's box priced for its bound
