@@ -40,7 +40,7 @@ WARM_STARTS = 64
 #: floor tables of several objectives kept per problem (one per set of fixed names and objectives)
 FRONT_FLOOR_TABLES = 4
 #: the parameters whose choices cut a structure into cells (`structure_front_cells`), where it leaves them free: the
-#: ones the floors are cheap over (one table of every structure's cells in about 10 ms on a benchmark layer) and that
+#: ones the floors are cheap over (one table of every structure's cells in 5-29 ms on the benchmark layers) and that
 #: split a structure's least latency from its least footprint (`bench.two_objectives` on both presets, the four
 #: against the M and N tiles alone, separate runs on 2026-11-27: latency + footprint 1.5-1.9x faster, latency +
 #: energy 1.0-1.3x; on llama7b-prefill attn.scores the open cells hold 3% of the space's points instead of 13%
