@@ -44,7 +44,8 @@ SEEDS = 64
 #: their latency bounds over their open cells' least values (`seed_structures` on the pass's own rows, so no
 #: floors are computed for them): the front then spans its whole length before the latency order goes on
 #: (`bench.two_objectives`, 2026-11-27: latency + energy on the Llama-7B decode layers scored 125 structures
-#: instead of 312, about 20-25% faster; the prefill layers within the run-to-run spread)
+#: instead of 312, 371 and 1,078 ms instead of 591 and 1,753 on trn1 and trn2; prefill latency + off-chip bytes
+#: 5-12% slower, prefill latency + energy within the run-to-run spread)
 OPEN_SEEDS = 16
 #: without latency among the objectives: structures visited in latency-bound order before the first pass
 BEFORE_PASS = 64

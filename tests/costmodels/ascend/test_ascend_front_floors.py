@@ -146,8 +146,6 @@ def test_the_joint_gm_floor_lifts_the_energy_floors_where_the_chunks_bind() -> N
     both = np.isfinite(joint) & np.isfinite(loose)
     assert both.sum() > 1000
     assert (joint[both] > 1.2 * loose[both]).mean() > 0.1
-    energy = cube_structure_front_floors(prep, names, ("energy",))[:, 0]
-    assert (energy[both] > 0).all()
 
 
 def test_front_cells_are_the_floors_of_the_cell_parameters_left_free() -> None:
