@@ -95,6 +95,21 @@ class CellOfPoints(Protocol):
 
 
 @runtime_checkable
+class FrontCellTable(Protocol):
+    """Optional, beside `FrontCellBounded` and `CellOfPoints`: the cells of every structure in one array.
+
+    Contract: an array (structures x cells x objectives), structures numbered in C order over the choices
+    of `names`, whose entry ``[s]`` is `structure_front_cells` of structure ``s`` (every name fixed) for
+    `objectives` (``inf`` rows: cells with no feasible point). None: not available for these names or
+    objectives. Best-first prices cells rather than structures with it (`mapper.strategies.cell_rounds`).
+    """
+
+    def structure_front_cell_table(
+        self, problem: Problem, names: tuple[str, ...], objectives: tuple[str, ...]
+    ) -> np.ndarray | None: ...
+
+
+@runtime_checkable
 class FrontCellBlocks(Protocol):
     """Optional: a target that gives the cells (`FrontCellBounded`) of every structure, a run at a time.
 

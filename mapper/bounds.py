@@ -60,6 +60,7 @@ from mapper.bound_hooks import (  # noqa: F401 (re-exported: the targets' option
     FrontCellBlocks,
     FrontCellBounded,
     FrontCellScreened,
+    FrontCellTable,
     StructureFloored,
     StructureObjectiveFloors,
 )

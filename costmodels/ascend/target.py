@@ -135,6 +135,26 @@ class AscendTarget(FamilyTarget[Prepared]):
         table, at, per = got
         return table[at * per : (at + 1) * per]
 
+    def structure_front_cell_table(
+        self, problem: Problem, names: tuple[str, ...], objectives: tuple[str, ...]
+    ) -> np.ndarray | None:
+        """`structure_front_cells` of every structure of `names` (in the space's order) at once: (structures x
+        cells x objectives), the table those rows are read from (`mapper.bounds.FrontCellTable`). None for row
+        reductions, objectives not floored here and names out of the space's order."""
+        prep = self.prepared(problem)
+        order = [p.name for p in prep.space.params]
+        if not problem.is_binary or prep.reasons or not set(names) <= set(order):
+            return None
+        if list(names) != [n for n in order if n in names]:
+            return None
+        got = self._cell_table(
+            problem, {p.name: p.choices[0] for p in prep.space.params if p.name in names}, objectives
+        )
+        if got is None:
+            return None
+        table, _, per = got
+        return table.reshape(-1, per, len(objectives))
+
     def structure_cell_of_points(
         self,
         problem: Problem,

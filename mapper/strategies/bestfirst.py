@@ -55,16 +55,17 @@ from collections.abc import Callable, Iterator
 import numpy as np
 
 from costmodels.cancel import Cancelled, cancellable
-from costmodels.protocol import Choice, Param, SearchSpace, Target
+from costmodels.protocol import Choice, SearchSpace, Target
 from costmodels.structure_bound import StructureBulkBounded
 from mapper.bounds import RTOL, FrontBounds, FrontCellBlocks, StructureBounds, bounded_by_cells, space_text
 from mapper.planning import inner_size
 from mapper.result import Certificate, TrialCounts, ViolationCount
 from mapper.settings import SearchSettings, StopReason
 from mapper.strategies.base import Searched, Strategy, certificate_notes
+from mapper.strategies.cell_rounds import CellRounds
 from mapper.strategies.encoding import Encoding, split_params
 from mapper.strategies.floored import Floored, FloorTable, floor_params
-from mapper.strategies.front_pass import LivePass, objective_floors, seed_structures
+from mapper.strategies.front_pass import LivePass, bulk_visits, objective_floors, seed_structures
 from mapper.strategies.objective import CHECKED, Evaluator
 from mapper.watch import Watch
 from workload.problem import Problem
@@ -106,37 +107,6 @@ def bulk_params(problem: Problem, target: Target, space: SearchSpace) -> tuple[s
     if not names or not set(names) < have:
         return None
     return names
-
-
-def ascending(values: np.ndarray, first: int = 1 << 12) -> Iterator[int]:
-    """Indices of `values` by ascending value, ties by index: ``np.argsort(values, kind="stable")``, lazily.
-
-    Sorted a chunk at a time (the `first` lowest values, then four times more each round, every
-    value equal to a chunk's largest taken with it), so a search that stops early sorts little of
-    a long array; the order is the full stable sort's.
-    """
-    low, size = -np.inf, max(1, first)
-    while True:
-        left = np.flatnonzero(values > low)
-        if left.size == 0:
-            return
-        if left.size > size:
-            high = np.partition(values[left], size - 1)[size - 1]
-            left = left[values[left] <= high]
-        else:
-            high = np.inf
-        yield from left[np.argsort(values[left], kind="stable")].tolist()
-        if high == np.inf:
-            return
-        low, size = high, size * 4
-
-
-def bulk_visits(flat: np.ndarray, structural: tuple[Param, ...]) -> Iterator[tuple[tuple[Choice, ...], float]]:
-    """(structure's choices, its bound) in ascending bound order, ties by the structures' C-order numbering."""
-    shape = tuple(len(p.choices) for p in structural)
-    for i in ascending(flat):
-        codes = np.unravel_index(i, shape)
-        yield tuple(p.choices[int(c)] for p, c in zip(structural, codes, strict=True)), float(flat[i])
 
 
 class BestFirst(Strategy):
@@ -207,6 +177,10 @@ class BestFirst(Strategy):
             if watch is not None:
                 watch.report(len(done), total, ev.trace[-1], unit="structures")
 
+        def stop_rounds() -> StopReason | None:  # (`cell_rounds` prices one round whatever the clock says)
+            cancelled = watch is not None and watch.cancelled()
+            return "cancelled" if cancelled else "seconds" if time.perf_counter() > deadline else None
+
         table: FloorTable | None = None  # the target's floors, computed when first asked for
         if self.floors and objective == "latency" and floor_params(problem, target, bounds):
             table = FloorTable(target, problem, structural, bounds)
@@ -221,6 +195,7 @@ class BestFirst(Strategy):
         self.bound_seconds, bounded, skipped = 0.0, 0, 0  # the ordered pass's, then the floors' (`table`)
         dropped: set[tuple[Choice, ...]] = set()  # structures out one by one: every cell dominated (`front_bounds`)
         floored: Floored | None = None
+        rounds: CellRounds | None = None
         live: LivePass | None = None
         if ordered:
             t0 = time.perf_counter()
@@ -244,6 +219,17 @@ class BestFirst(Strategy):
                     )  # fmt: skip
                     order = live.visits(order)
                 visits, bounded = ((k, b, True) for k, b in order), total
+            elif (
+                table is not None
+                and front_bounds is not None
+                and (rounds := CellRounds.of(target, problem, ev, structural, front_bounds))
+            ):  # several objectives: the open cells of every structure, a round at a time (`cell_rounds`)
+                report = None if watch is None else lambda n: watch.report(n, rounds.total_cells, None, unit="cells")
+                finished, out, reason, next_bound = rounds.run(stop_rounds, report)
+                done.extend(finished)
+                seen.update(finished)
+                dropped.update(out)
+                visits, bounded = iter(()), total
             elif table is not None:  # the floors first, an exact bound only when a floor comes first
                 floored = Floored(table, seen)
                 visits, bounded = iter(floored), total
@@ -288,7 +274,7 @@ class BestFirst(Strategy):
                     continue
                 visit(key)
             else:
-                reason = "space-exhausted"
+                reason = reason or "space-exhausted"
             skipped = len(dropped)
             if live is not None:
                 skipped += live.pruned  # dominated cell by cell in the pass: out for good
@@ -330,7 +316,9 @@ class BestFirst(Strategy):
             f"{visited:,} scored ({'warm starts first, then ' if warmed else ''}by ascending "
             f"{'floor' if floored is not None and front_bounds is not None else 'bound'}; "
             f"{bounding})"
-            if ordered
+            if ordered and not rounds
+            else f"{visited:,} scored ({rounds.note()})"
+            if rounds
             else f"{visited:,} scored (warm starts only, stopped by {reason}: no structure bounded one by one)"
         )
         if ordered and bounded < total:

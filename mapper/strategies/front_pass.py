@@ -54,6 +54,37 @@ BEFORE_PASS = 64
 Blocks = Callable[[np.ndarray, np.ndarray | None], Iterator[tuple[int, np.ndarray]] | None]
 
 
+def ascending(values: np.ndarray, first: int = 1 << 12) -> Iterator[int]:
+    """Indices of `values` by ascending value, ties by index: ``np.argsort(values, kind="stable")``, lazily.
+
+    Sorted a chunk at a time (the `first` lowest values, then four times more each round, every
+    value equal to a chunk's largest taken with it), so a search that stops early sorts little of
+    a long array; the order is the full stable sort's.
+    """
+    low, size = -np.inf, max(1, first)
+    while True:
+        left = np.flatnonzero(values > low)
+        if left.size == 0:
+            return
+        if left.size > size:
+            high = np.partition(values[left], size - 1)[size - 1]
+            left = left[values[left] <= high]
+        else:
+            high = np.inf
+        yield from left[np.argsort(values[left], kind="stable")].tolist()
+        if high == np.inf:
+            return
+        low, size = high, size * 4
+
+
+def bulk_visits(flat: np.ndarray, structural: tuple[Param, ...]) -> Iterator[tuple[tuple[Choice, ...], float]]:
+    """(structure's choices, its bound) in ascending bound order, ties by the structures' C-order numbering."""
+    shape = tuple(len(p.choices) for p in structural)
+    for i in ascending(flat):
+        codes = np.unravel_index(i, shape)
+        yield tuple(p.choices[int(c)] for p, c in zip(structural, codes, strict=True)), float(flat[i])
+
+
 def objective_floors(
     target: Target, problem: Problem, names: tuple[str, ...], objectives: tuple[str, ...]
 ) -> list[np.ndarray]:

@@ -29,6 +29,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import optuna
@@ -159,6 +160,11 @@ class Evaluator:
     def visit(self, fixed: dict[str, Choice]) -> Outcome:
         """Score one structure's sub-space outside Optuna (best-first search): the same bookkeeping as a trial."""
         outcome = self._score(fixed)
+        self.settle(fixed, outcome)
+        return outcome
+
+    def settle(self, fixed: dict[str, Choice], outcome: Outcome) -> None:
+        """Record a structure's outcome as a visit does: the memo, the counts, the front and the best."""
         self.memo[self._key(fixed)] = outcome
         if outcome.bound is not None:  # every cell dominated by the front (`_score`): pruned, not infeasible
             self.pruned += 1
@@ -175,7 +181,6 @@ class Evaluator:
                 self.best_point, self.best_values = outcome.point, outcome.values
                 self.improved_at, self.improved_time = len(self.trace) + 1, time.perf_counter()
         self._record()
-        return outcome
 
     def _key(self, fixed: dict[str, Choice]) -> tuple[Choice, ...]:
         """A structure's key in `memo` and `_ahead`: its structural choices in the encoding's order."""
@@ -235,7 +240,7 @@ class Evaluator:
                 break
         return out
 
-    def _codes(self, fixed: dict[str, Choice]) -> dict[str, np.ndarray]:
+    def structure_codes(self, fixed: dict[str, Choice]) -> dict[str, np.ndarray]:
         """The sub-space of a structural choice as code columns: the inner pattern (built once) beside constants."""
         if self._pattern is None:
             cols = subspace_codes(self.space, {p.name: 0 for p in self.space.params}, self.inner)
@@ -255,7 +260,7 @@ class Evaluator:
         """The structure's points to score: code columns, their numbers in its sub-space (None: all of them) and
         how many were left out. Several objectives: only the points of cells the front leaves open; None when
         it leaves none (the structure is then pruned by bound)."""
-        codes = self._codes(fixed)
+        codes = self.structure_codes(fixed)
         if self.front_bounds is None:
             return codes, None, 0
         live = self.front_bounds.live_points(fixed, self.front_values, codes)
@@ -356,6 +361,13 @@ class Evaluator:
         self.cells_left_out += left_out
         if score is None:
             score = self.target.score_codes(self.problem, codes)
+        return self.priced(fixed, codes, left_out, score)
+
+    def priced(
+        self, fixed: dict[str, Choice], codes: dict[str, np.ndarray], left_out: int, score: BatchScore
+    ) -> Outcome:
+        """A structure's outcome from the scores of its points `codes`, `left_out` others being in cells the front
+        dominated (not priced): its sub-front, else why it has no feasible point, else pruned (`_closed`)."""
         feas = np.asarray(score.feasible, dtype=bool)
         self.scored += feas.size
         if not feas.any() and left_out:
@@ -410,6 +422,11 @@ class Evaluator:
         order = np.asarray(sorted(range(len(cands)), key=number.__getitem__), dtype=np.intp)
         front = [cands[int(i)] for i in pareto_front(np.array([v for _, v in cands]), order)]
         return sorted(front, key=lambda c: c[1])
+
+    @cached_property
+    def space_choices(self) -> dict[str, tuple[Choice, ...]]:
+        """Each parameter's choices, by name."""
+        return {p.name: tuple(p.choices) for p in self.space.params}
 
     @property
     def inner_size(self) -> int:

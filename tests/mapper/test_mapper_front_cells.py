@@ -44,7 +44,7 @@ def test_every_feasible_point_is_no_better_than_a_cell_of_its_structure(name: st
     checked = 0
     for key in itertools.product(*(q.choices for q in structural)):
         fixed = dict(zip(names, key, strict=True))
-        codes = ev._codes(fixed)
+        codes = ev.structure_codes(fixed)
         score = t.score_codes(p, codes)
         feas = np.asarray(score.feasible, dtype=bool)
         points = np.stack([np.asarray(score.objectives[o], dtype=float)[feas] for o in objectives], axis=1)
@@ -117,7 +117,7 @@ def test_a_visited_structure_whose_cells_are_all_dominated_counts_as_pruned_not_
     assert (ev.pruned, ev.infeasible, ev.scored) == (1, 0, 0)
     ev.front_values = np.array([[1e9, 1e18]])  # dominates no feasible cell: their every point scored
     fixed2 = {q.name: q.choices[-1] for q in structural}
-    codes = ev._codes(fixed2)
+    codes = ev.structure_codes(fixed2)
     cells = t.structure_front_cells(p, fixed2, OBJECTIVES)  # type: ignore[attr-defined]
     at = t.structure_cell_of_points(p, fixed2, codes)  # type: ignore[attr-defined]
     in_feasible_cells = int(np.isfinite(cells[at, 0]).sum())
@@ -236,7 +236,7 @@ def test_answers_kept_between_calls_equal_the_answers_worked_out_afresh() -> Non
         kept, fresh = fc.screened(fixed, objectives, other), FrontCells(fc.term).screened(fixed, objectives, other)
         assert all(np.array_equal(a, b) for a, b in zip(kept, fresh, strict=True))
         # the open cells: kept for the same front, narrowed for a grown one, as found afresh
-        codes = ev._codes(fixed)
+        codes = ev.structure_codes(fixed)
         grown = np.concatenate([front, front * rng.uniform(0.9, 1.0, (len(front), 2))])
         fb.out(fixed, front)
         first = fb.live_points(fixed, front, codes)

@@ -232,21 +232,30 @@ def test_front_cells_refuse_what_they_do_not_floor() -> None:
 
 
 @pytest.mark.parametrize("objectives", [("latency", "footprint"), ("energy", "latency"), ("latency", "offchip_bytes")])
-def test_bestfirst_with_the_floors_gives_the_enumerated_front(objectives: tuple[str, ...]) -> None:
-    """Best-first with several objectives visits by the latency floors (`mapper.strategies.floored`) and leaves
-    out, without its exact bound, a structure whose floors the front dominates: the front is the enumeration's."""
+def test_bestfirst_with_the_floors_gives_the_enumerated_front(
+    objectives: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Best-first with several objectives prices every structure's open cells in rounds
+    (`mapper.strategies.cell_rounds`) and never a structure's exact bound (which prices its whole box): the front
+    is the enumeration's."""
     p = conv2d(batch=1, in_channels=8, out_channels=12, input_height=5, input_width=5, kernel=3, padding=1)
     t = get_target("ascend-910b")
     s = SearchSettings(strategy="bestfirst", objectives=objectives, inner_points=2048, max_seconds=300)
-    r = tune(p, t, s, validate=False)
     full = tune(p, t, s.model_copy(update={"strategy": "exhaustive"}), validate=False)
+    asked: list[object] = []
+    real = t.structure_bound
+    monkeypatch.setattr(t, "structure_bound", lambda *a, **k: asked.append(a) or real(*a, **k))
+    r = tune(p, t, s, validate=False)
     assert r.proven_optimal and full.proven_optimal
     assert [q.values for q in r.pareto] == [q.values for q in full.pareto]  # exact, no duplicate value
     cert = r.certificate
     assert cert is not None and cert.scored + cert.pruned_by_bound == cert.structures_total
     assert cert.pruned_by_bound > cert.structures_total // 5
-    exact = int(re.search(r"the exact bounds of ([\d,]+) whose floor", " ".join(r.notes)).group(1).replace(",", ""))
-    assert exact < cert.structures_total  # the dropped structures were never priced
+    rounds = re.search(r"priced in ([\d,]+) rounds: ([\d,]+) points", " ".join(r.notes))
+    assert rounds is not None and int(rounds.group(2).replace(",", "")) == cert.inner_points * cert.scored - int(
+        re.search(r"([\d,]+) points in cells the front dominated", cert.bound_source).group(1).replace(",", "")
+    )  # the points priced are the scored structures' points less those left out
+    assert asked == []
 
 
 def test_an_optuna_study_with_two_objectives_gives_the_enumerated_front_without_pricing_boxes(

@@ -1,0 +1,276 @@
+"""Best-first over cells: every structure's open cells priced a round at a time (several objectives, issue #12).
+
+Where a target gives the cells of every structure in one array (`mapper.bounds.FrontCellTable`: Ascend)
+and says which cell each point lies in (`CellOfPoints`), best-first with several objectives need not
+visit the structures one by one. A visit prices the points of one structure's open cells: a few thousand
+points and a few dozen numpy calls, so a search that must look into hundreds of structures spent most of
+its time on the calls (ascend-a5, Llama-7B attn.scores, latency + footprint: 188 visits, one
+`score_codes` call each, about a third of the search; profiled once outside `bench/`). Here instead:
+
+1. Every cell's row is lifted to the whole space's bound vector (`FrontBounds.whole`); a cell with a
+   non-finite entry holds no feasible point and is closed.
+2. A round takes the cells not yet priced that the front found so far does not dominate (within
+   `RTOL`): first those on the staircase of their rows (no other such cell's row is at most theirs on
+   every objective: the front's likeliest places, so it spans its whole length early), then the others
+   by ascending latency floor (by the first objective without latency), until `ROUND_POINTS` points;
+   their points are priced in one `Target.score_codes` call and the front grows by them.
+3. The rounds end when every cell is priced or dominated.
+
+Why the result is the exact front over the space: every point lies in one cell of its structure
+(`CellOfPoints`), whose row bounds it on every objective (`FrontCellBounded`). A cell left unpriced was
+dominated by the front at some round, and the front only grows, so each of its points is dominated by,
+or has the values of, a point of the final front. Every other point was priced, and its structure's
+sub-front (`Evaluator.priced`) enters the merged front.
+
+A structure with a point priced counts as scored (its other points, in dominated cells, as left out);
+one with none as pruned by bound. When the budget or a cancel ends the rounds first, a structure with a
+cell still open is unexplored, and the points priced of it are left out of the result: the certificate
+covers what was done.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from costmodels.dominance import dominated_rows
+from costmodels.protocol import BatchScore, Choice, Param, Target
+from mapper.bounds import CellOfPoints, FrontBounds, FrontCellTable
+from mapper.enumerate import pareto_front
+from mapper.settings import StopReason
+from mapper.strategies.objective import Evaluator, Outcome
+from workload.problem import Problem
+
+#: points priced per round: the calls' cost is then small beside the points' (about 6 ms a round on an Ascend
+#: layer), and a round prices few points the next round's front would have left out
+ROUND_POINTS = 1 << 15
+#: points priced in the first round, twice as many in each next one up to `ROUND_POINTS`: the first rounds' front
+#: leaves out most cells where it is narrow (one point with off-chip bytes), so they price little
+FIRST_ROUND_POINTS = 1 << 11
+
+
+class CellRounds:
+    """Rounds of pricing over every structure's open cells (see the module docstring).
+
+    `rounds`, `cells`, `points`, `seconds`: what `run` did, for the result's notes; `priced`: which cells (over
+    structure x cell) it priced.
+    """
+
+    def __init__(
+        self,
+        ev: Evaluator,
+        structural: tuple[Param, ...],
+        front_bounds: FrontBounds,
+        table: np.ndarray,
+        cell_of: np.ndarray,
+    ) -> None:
+        self.ev, self.structural = ev, structural
+        self.shape = tuple(len(p.choices) for p in structural)
+        lifted = np.maximum(np.asarray(table, dtype=np.float64), front_bounds.whole())
+        self.cells_per = lifted.shape[1]
+        self.rows = lifted.reshape(-1, lifted.shape[2])  # (structure x cell, objectives)
+        self.open = np.isfinite(self.rows).all(axis=1)  # not yet priced nor dominated
+        self.priced = np.zeros(self.rows.shape[0], dtype=bool)  # the cells whose points were priced
+        self.at = ev.objectives.index("latency") if "latency" in ev.objectives else 0
+        # every structure's points by cell (the same for each: `of`), and where each cell's run starts
+        self.by_cell = np.argsort(cell_of, kind="stable")  # ascending point numbers within a cell
+        self.starts = np.searchsorted(cell_of[self.by_cell], np.arange(self.cells_per + 1))
+        self.rounds = self.cells = self.points = 0
+        self.seconds = 0.0
+
+    @staticmethod
+    def of(
+        target: Target, problem: Problem, ev: Evaluator, structural: tuple[Param, ...], front_bounds: FrontBounds
+    ) -> CellRounds | None:
+        """The rounds for this search; None where the target gives no cell table and cells of points, or where the
+        cells of a structure's points are not the same for every structure."""
+        if not isinstance(target, FrontCellTable) or not isinstance(target, CellOfPoints):
+            return None
+        names = tuple(p.name for p in structural)
+        table = target.structure_front_cell_table(problem, names, ev.objectives)
+        if table is None or table.shape[0] != math.prod(len(p.choices) for p in structural) or not table.size:
+            return None
+        fixed = {p.name: p.choices[0] for p in structural}  # (the cells of points are every structure's: the contract)
+        first = target.structure_cell_of_points(problem, fixed, ev.structure_codes(fixed), ev.objectives)
+        if first is None:
+            return None
+        return CellRounds(ev, structural, front_bounds, table, np.asarray(first))
+
+    @property
+    def total_cells(self) -> int:
+        return int(self.rows.shape[0])
+
+    def fixed(self, s: int) -> dict[str, Choice]:
+        codes = np.unravel_index(s, self.shape)
+        return {p.name: p.choices[int(c)] for p, c in zip(self.structural, codes, strict=True)}
+
+    def _pick(self, front: np.ndarray | None) -> np.ndarray:
+        """The next round's cells (numbers over structure x cell), after closing those `front` dominates."""
+        if not self.rounds:  # first the structure with the least latency floor, whole (as a visit prices it)
+            fastest = int(np.argmin(np.where(self.open, self.rows[:, self.at], np.inf))) // self.cells_per
+            return fastest * self.cells_per + np.flatnonzero(self.open.reshape(-1, self.cells_per)[fastest])
+        cand = np.flatnonzero(self.open)
+        if front is not None and len(front) and cand.size:
+            out = dominated_rows(self.rows[cand], front)
+            self.open[cand[out]] = False
+            cand = cand[~out]
+        if not cand.size:
+            return cand
+        rows = self.rows[cand]
+        first = np.zeros(cand.size, dtype=bool)
+        first[pareto_front(rows)] = True  # the staircase first, then by latency floor
+        order = np.lexsort((rows[:, self.at], ~first))
+        counts = np.diff(self.starts)[cand[order] % self.cells_per]
+        size = min(ROUND_POINTS, FIRST_ROUND_POINTS << (self.rounds - 1))
+        take = int(np.searchsorted(np.cumsum(counts), size)) + 1
+        return cand[order[:take]]
+
+    def run(
+        self, stop: Callable[[], StopReason | None], progress: Callable[[int], None] | None = None
+    ) -> tuple[list[tuple[Choice, ...]], list[tuple[Choice, ...]], StopReason, float | None]:
+        """Price rounds until every cell is priced or dominated, or `stop` says why not.
+
+        Returns the structures scored and those pruned by bound (keys: their choices), why the rounds
+        ended (``space-exhausted`` when done) and, when they did not, the least latency row left open.
+        """
+        ev, per = self.ev, self.cells_per
+        pattern = ev.structure_codes(self.fixed(0))
+        inner = [p.name for p in ev.space.params if p.name in ev.inner]
+        names = [p.name for p in self.structural]
+        # what is kept of each round's points: their structure, number in its sub-space, feasibility, values
+        kept: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        priced = np.zeros(self.rows.shape[0] // per, dtype=np.int64)  # points priced per structure
+        front: np.ndarray | None = None
+        reason: StopReason | None = None
+        t0 = time.perf_counter()
+        while True:
+            picked = self._pick(front)
+            if not picked.size:
+                break
+            reason = stop() if self.rounds else None  # (one round whatever the clock says)
+            if reason is not None:
+                break
+            structures, cells = picked // per, picked % per
+            lo, hi = self.starts[cells], self.starts[cells + 1]
+            idx = np.concatenate([self.by_cell[a:b] for a, b in zip(lo.tolist(), hi.tolist(), strict=True)])
+            owner = np.repeat(structures, hi - lo)
+            codes = {n: np.take(pattern[n], idx) for n in inner}
+            codes.update(zip(names, np.unravel_index(owner, self.shape), strict=True))
+            score = ev.target.score_codes(ev.problem, {p.name: codes[p.name] for p in ev.space.params})
+            feasible = np.asarray(score.feasible, dtype=bool)
+            values = np.stack([np.asarray(score.objectives[o], dtype=np.float64) for o in ev.objectives], axis=1)
+            values[~feasible] = np.inf
+            front, keep = _grown(front, values, owner, self.at)
+            kept.append((owner[keep], idx[keep], feasible[keep], values[keep]))
+            priced += np.bincount(owner, minlength=priced.size)
+            self.open[picked] = False
+            self.priced[picked] = True
+            self.rounds, self.cells, self.points = self.rounds + 1, self.cells + picked.size, self.points + idx.size
+            if progress is not None:  # cells priced or dominated so far, of `total_cells`
+                progress(self.total_cells - int(self.open.sum()))
+        self.seconds = time.perf_counter() - t0
+        return self._settle(kept, priced, reason, front)
+
+    def _settle(
+        self,
+        kept: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+        priced: np.ndarray,
+        reason: StopReason | None,
+        front: np.ndarray | None,
+    ) -> tuple[list[tuple[Choice, ...]], list[tuple[Choice, ...]], StopReason, float | None]:
+        """Each structure's outcome from its kept points (`Evaluator.priced`, `settle`), in structure order."""
+        ev, per = self.ev, self.cells_per
+        left = self.open.reshape(-1, per).any(axis=1)  # a cell still open: unexplored (only when stopped)
+        owner, idx, feasible, values = (np.concatenate(col) for col in zip(*kept, strict=True)) if kept else _none(ev)
+        if front is not None and len(owner):  # the points the final front beats: only their structures' outcomes
+            _, keep = _grown(front, values, owner, self.at, grow=False)
+            owner, idx, feasible, values = owner[keep], idx[keep], feasible[keep], values[keep]
+        order = np.lexsort((idx, owner))
+        owner, idx, feasible, values = owner[order], idx[order], feasible[order], values[order]
+        runs = np.searchsorted(owner, np.arange(left.size + 1))
+        pattern = ev.structure_codes(self.fixed(0))
+        scored, pruned = [], []
+        for s in range(left.size):
+            if left[s]:
+                continue
+            fixed = self.fixed(s)
+            key = tuple(fixed.values())
+            if not priced[s]:
+                pruned.append(key)
+                continue
+            a, b = int(runs[s]), int(runs[s + 1])
+            left_out = ev.inner_size - int(priced[s])
+            ev.cells_left_out += left_out
+            scored.append(key)
+            if b - a == 1 and feasible[a]:  # one point kept (most structures): its outcome without `priced`'s front
+                point = {n: fixed[n] if n in fixed else c[int(pattern[n][idx[a]])] for n, c in ev.space_choices.items()}
+                vals = tuple(float(x) for x in values[a])
+                ev.scored += int(priced[s])
+                ev.settle(fixed, Outcome(point, vals, front=[(point, vals)]))
+                continue
+            codes = ev.structure_codes(fixed)
+            cols = {n: np.take(pattern[n], idx[a:b]) if n in ev.inner else codes[n][: b - a] for n in codes}
+            objs = {o: values[a:b, j] for j, o in enumerate(ev.objectives)}
+            ev.scored += int(priced[s]) - (b - a)  # (`priced` counts the points it is given: the kept ones)
+            ev.settle(fixed, ev.priced(fixed, cols, left_out, BatchScore(feasible=feasible[a:b], objectives=objs)))
+        rest = self.rows[self.open, self.at] if reason is not None else np.zeros(0)
+        return scored, pruned, reason or "space-exhausted", float(rest.min()) if rest.size else None
+
+    def note(self) -> str:
+        """What the rounds did, for the result's notes."""
+        return (
+            f"the open cells of every structure priced in {self.rounds:,} rounds: {self.points:,} points of "
+            f"{self.cells:,} cells, the rest of the {self.rows.shape[0]:,} cells dominated by the front or without a "
+            f"feasible point ({self.seconds:.3f} s)"
+        )
+
+
+def _grown(
+    front: np.ndarray | None, values: np.ndarray, owner: np.ndarray, at: int, grow: bool = True
+) -> tuple[np.ndarray | None, np.ndarray]:
+    """The front grown by a round's `values` (infeasible: inf), and which of them to keep for their structures'
+    outcomes: those no point of the grown front beats (strictly dominates: they may join the final front, or tie
+    with it), each structure's first point (its violations', should none of its points be feasible) and first
+    feasible point (its outcome's, should every feasible one be beaten). A point dropped here is strictly
+    dominated by a point of this front, and so of every later front (each of whose points is at most as good as
+    one of this front's points, the front only growing): it can be on no structure's contribution to the final
+    front. `grow` False: `front` is the final front, taken as it is."""
+    grown = front
+    if grow:
+        both = values if front is None else np.concatenate([front, values])
+        grown = both[pareto_front(both)] if np.isfinite(both).all(axis=1).any() else front
+    keep = np.zeros(len(values), dtype=bool)
+    if grown is not None and len(grown):
+        keep |= ~_strictly_dominated(values, grown)
+    keep[np.unique(owner, return_index=True)[1]] = True
+    fin = np.flatnonzero(np.isfinite(values[:, at]))
+    keep[fin[np.unique(owner[fin], return_index=True)[1]]] = True
+    return grown, keep
+
+
+def _strictly_dominated(values: np.ndarray, front: np.ndarray) -> np.ndarray:
+    """Which rows of `values` a row of `front` is at most everywhere and below somewhere (exactly: no tolerance).
+    Rows with a non-finite entry count as dominated. Two objectives: the front sorted by the first and a running
+    minimum of the second, two binary searches per row; more: a comparison with every front point."""
+    out = ~np.isfinite(values).all(axis=1)
+    at = np.flatnonzero(~out)
+    rows = values[at]
+    if front.shape[1] == 2:
+        order = np.argsort(front[:, 0], kind="stable")
+        least = np.concatenate(([np.inf], np.minimum.accumulate(front[order, 1])))  # of the first i points, at i
+        below = least[np.searchsorted(front[order, 0], rows[:, 0], side="left")] <= rows[:, 1]  # f0 < v0, f1 <= v1
+        level = least[np.searchsorted(front[order, 0], rows[:, 0], side="right")] < rows[:, 1]  # f0 <= v0, f1 < v1
+        out[at] = below | level
+        return out
+    for lo in range(0, len(rows), 4096):  # (bounded memory: 4,096 rows x front x objectives at a time)
+        part = rows[lo : lo + 4096, None, :]
+        out[at[lo : lo + 4096]] = (np.all(front[None] <= part, axis=2) & np.any(front[None] < part, axis=2)).any(axis=1)
+    return out
+
+
+def _none(ev: Evaluator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    empty = np.zeros(0, dtype=np.intp)
+    return empty, empty, empty.astype(bool), np.zeros((0, len(ev.objectives)))

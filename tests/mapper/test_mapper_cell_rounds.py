@@ -1,0 +1,140 @@
+"""Best-first over cells in rounds (`mapper.strategies.cell_rounds`): the exact front, honest counts when stopped.
+
+The rounds price the open cells of every structure of an Ascend space together and leave out the cells
+the front dominates; the front must be the exhaustive enumeration's, and a search the budget or a cancel
+ends must claim only the structures it finished.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from costmodels.dominance import dominated_rows
+from costmodels.registry import get_target
+from mapper.bounds import FrontBounds
+from mapper.search import tune
+from mapper.settings import SearchSettings
+from mapper.strategies import cell_rounds
+from mapper.strategies.bestfirst import BestFirst
+from mapper.strategies.cell_rounds import CellRounds, _grown, _strictly_dominated
+from mapper.strategies.encoding import Encoding, split_params
+from mapper.strategies.objective import Evaluator
+from mapper.watch import Watch
+from workload.conv2d import conv2d
+from workload.einsum import einsum
+
+CONV = conv2d(batch=1, in_channels=8, out_channels=12, input_height=5, input_width=5, kernel=3, padding=1)
+GEMM = einsum("mk,kn->mn", {"m": 97, "k": 89, "n": 83}, dtype="bf16", weight=1)
+
+
+def _brute_strict(values: np.ndarray, front: np.ndarray) -> np.ndarray:
+    out = []
+    for v in values:
+        if not np.isfinite(v).all():
+            out.append(True)
+            continue
+        out.append(any(bool(np.all(f <= v) and np.any(f < v)) for f in front))
+    return np.asarray(out, dtype=bool)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    k=st.sampled_from([2, 3]),
+    n=st.integers(1, 30),
+    m=st.integers(1, 12),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_strict_dominance_is_the_brute_force_answer(k: int, n: int, m: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 5, size=(n, k)).astype(np.float64)  # few values: many ties and equal rows
+    values[rng.random(n) < 0.1, rng.integers(0, k)] = np.inf
+    front = rng.integers(0, 5, size=(m, k)).astype(np.float64)
+    assert np.array_equal(_strictly_dominated(values, front), _brute_strict(values, front))
+
+
+@settings(max_examples=100, deadline=None)
+@given(arrays(np.float64, st.tuples(st.integers(1, 40), st.just(2)), elements=st.sampled_from([1.0, 2.0, 3.0, np.inf])))
+def test_a_round_keeps_what_may_join_the_front_and_a_point_per_structure(values: np.ndarray) -> None:
+    owner = np.arange(len(values)) % 3
+    grown, keep = _grown(None, values, owner, 0)
+    finite = np.isfinite(values).all(axis=1)
+    if grown is not None:
+        assert keep[~_brute_strict(values, grown)].all()  # nothing that may join the front is dropped
+        assert not _brute_strict(grown, values[finite]).any()  # the grown front is the front of the round
+    for s in np.unique(owner):
+        mine = np.flatnonzero(owner == s)
+        assert keep[mine[0]]  # the structure's first point (its violations, should none be feasible)
+        fin = mine[np.isfinite(values[mine, 0])]
+        assert not fin.size or keep[fin[0]]  # and its first feasible one
+
+
+@pytest.mark.parametrize(
+    ("problem", "objectives"),
+    [
+        (CONV, ("latency", "energy", "footprint")),
+        (GEMM, ("latency", "footprint")),
+        (GEMM, ("offchip_bytes", "latency")),
+    ],
+)
+def test_rounds_give_the_enumerated_front(problem: object, objectives: tuple[str, ...]) -> None:
+    t = get_target("ascend-a5")
+    s = SearchSettings(strategy="bestfirst", objectives=objectives, max_seconds=300)
+    r = tune(problem, t, s, validate=False)  # type: ignore[arg-type]
+    full = tune(problem, t, s.model_copy(update={"strategy": "exhaustive"}), validate=False)  # type: ignore[arg-type]
+    assert r.proven_optimal and full.proven_optimal
+    assert [q.values for q in r.pareto] == [q.values for q in full.pareto]
+    assert any("rounds" in n for n in r.notes)
+    cert = r.certificate
+    assert cert is not None and cert.unexplored == 0 and cert.scored + cert.pruned_by_bound == cert.structures_total
+
+
+@pytest.mark.parametrize("objectives", [("latency", "energy"), ("latency", "footprint", "offchip_bytes")])
+def test_every_cell_left_unpriced_is_dominated_by_the_final_front(objectives: tuple[str, ...]) -> None:
+    """The invariant the proof rests on, cell by cell: a cell the rounds did not price has no feasible point or a
+    row the final front dominates."""
+    t = get_target("ascend-910b")
+    space = t.space(GEMM)
+    structural, inner = split_params(space, 2048)
+    fb = FrontBounds(t, GEMM, objectives)
+    ev = Evaluator(t, GEMM, space, objectives, Encoding.of(structural), tuple(q.name for q in inner), front_bounds=fb)
+    rounds = CellRounds.of(t, GEMM, ev, structural, fb)
+    assert rounds is not None
+    scored, pruned, reason, _ = rounds.run(lambda: None)
+    assert reason == "space-exhausted" and len(scored) + len(pruned) == rounds.rows.shape[0] // rounds.cells_per
+    front = np.array([v for _, v in ev.merged_front()])
+    left = ~rounds.priced & np.isfinite(rounds.rows).all(axis=1)
+    assert 0 < left.sum() < left.size and dominated_rows(rounds.rows[left], front).all()
+
+
+def test_rounds_cut_by_the_budget_claim_only_the_structures_they_finished(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One round, then the clock: structures with a cell still open are unexplored and their points priced are
+    left out of the result, so the answer is not called proven."""
+    monkeypatch.setattr(cell_rounds, "FIRST_ROUND_POINTS", 16)
+    t = get_target("ascend-a5")
+    space = t.space(GEMM)
+    clock = itertools.count()
+    watch = Watch(progress=lambda done, total, best: None, cancel=lambda: next(clock) >= 2)
+    r = BestFirst().run(
+        GEMM, t, space, SearchSettings(objectives=("latency", "footprint")), deadline=float("inf"), watch=watch
+    )
+    cert = r.certificate
+    assert cert is not None and r.stop_reason == "cancelled" and not r.proven_optimal
+    assert cert.unexplored > 0 and cert.scored + cert.pruned_by_bound + cert.unexplored == cert.structures_total
+    assert cert.gap_bound is None and r.front  # a front from the structures it finished, not a claim of optimality
+
+
+def test_progress_counts_cells() -> None:
+    reports: list[tuple[int, int]] = []
+    watch = Watch(progress=lambda done, total, best: reports.append((done, total)))
+    t = get_target("ascend-a5")
+    r = BestFirst().run(
+        GEMM, t, t.space(GEMM), SearchSettings(objectives=("latency", "energy")), deadline=float("inf"), watch=watch
+    )
+    assert r.proven_optimal and watch.unit == "cells" and reports
+    assert [d for d, _ in reports] == sorted(d for d, _ in reports) and reports[-1][0] == reports[-1][1]
