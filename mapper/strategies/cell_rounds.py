@@ -46,10 +46,10 @@ from workload.problem import Problem
 
 #: points priced per round: the calls' cost is then small beside the points' (about 6 ms a round on an Ascend
 #: layer), and a round prices few points the next round's front would have left out
-ROUND_POINTS = 1 << 15
+ROUND_POINTS = 1 << 16
 #: points priced in the first round, twice as many in each next one up to `ROUND_POINTS`: the first rounds' front
 #: leaves out most cells where it is narrow (one point with off-chip bytes), so they price little
-FIRST_ROUND_POINTS = 1 << 11
+FIRST_ROUND_POINTS = 1 << 12
 
 
 class CellRounds:
@@ -209,13 +209,16 @@ class CellRounds:
                 point = {n: fixed[n] if n in fixed else c[int(pattern[n][idx[a]])] for n, c in ev.space_choices.items()}
                 vals = tuple(float(x) for x in values[a])
                 ev.scored += int(priced[s])
-                ev.settle(fixed, Outcome(point, vals, front=[(point, vals)]))
+                ev.settle(fixed, Outcome(point, vals, front=[(point, vals)]), merge=False)
                 continue
             codes = ev.structure_codes(fixed)
             cols = {n: np.take(pattern[n], idx[a:b]) if n in ev.inner else codes[n][: b - a] for n in codes}
             objs = {o: values[a:b, j] for j, o in enumerate(ev.objectives)}
             ev.scored += int(priced[s]) - (b - a)  # (`priced` counts the points it is given: the kept ones)
-            ev.settle(fixed, ev.priced(fixed, cols, left_out, BatchScore(feasible=feasible[a:b], objectives=objs)))
+            outcome = ev.priced(fixed, cols, left_out, BatchScore(feasible=feasible[a:b], objectives=objs))
+            ev.settle(fixed, outcome, merge=False)
+        if front is not None and len(owner):  # the front of every settled outcome's front, merged once
+            ev.grow_front(values[np.isfinite(values).all(axis=1) & ~left[owner]])
         rest = self.rows[self.open, self.at] if reason is not None else np.zeros(0)
         return scored, pruned, reason or "space-exhausted", float(rest.min()) if rest.size else None
 
@@ -245,10 +248,16 @@ def _grown(
     keep = np.zeros(len(values), dtype=bool)
     if grown is not None and len(grown):
         keep |= ~_strictly_dominated(values, grown)
-    keep[np.unique(owner, return_index=True)[1]] = True
+    keep[_firsts(owner)] = True
     fin = np.flatnonzero(np.isfinite(values[:, at]))
-    keep[fin[np.unique(owner[fin], return_index=True)[1]]] = True
+    keep[fin[_firsts(owner[fin])]] = True
     return grown, keep
+
+
+def _firsts(owner: np.ndarray) -> np.ndarray:
+    """The position of each structure's first entry in `owner` (runs of structures: a cell's points)."""
+    runs = np.flatnonzero(np.diff(owner, prepend=-1) != 0)  # every first entry starts a run
+    return runs[np.unique(owner[runs], return_index=True)[1]]
 
 
 def _strictly_dominated(values: np.ndarray, front: np.ndarray) -> np.ndarray:

@@ -163,8 +163,9 @@ class Evaluator:
         self.settle(fixed, outcome)
         return outcome
 
-    def settle(self, fixed: dict[str, Choice], outcome: Outcome) -> None:
-        """Record a structure's outcome as a visit does: the memo, the counts, the front and the best."""
+    def settle(self, fixed: dict[str, Choice], outcome: Outcome, *, merge: bool = True) -> None:
+        """Record a structure's outcome as a visit does: the memo, the counts, the front and the best (`merge`
+        False: the caller sets the front once for many outcomes, `grow_front`)."""
         self.memo[self._key(fixed)] = outcome
         if outcome.bound is not None:  # every cell dominated by the front (`_score`): pruned, not infeasible
             self.pruned += 1
@@ -175,12 +176,16 @@ class Evaluator:
             for code, msg in outcome.violations:
                 self.messages.setdefault(code, msg)
         else:
-            if outcome.front and self.front_bounds is not None:
+            if merge and outcome.front and self.front_bounds is not None:
                 self._merge_front(outcome)
             if self.best_values is None or outcome.values[0] < self.best_values[0]:
                 self.best_point, self.best_values = outcome.point, outcome.values
                 self.improved_at, self.improved_time = len(self.trace) + 1, time.perf_counter()
         self._record()
+
+    def grow_front(self, values: np.ndarray) -> None:
+        """Merge the values of many outcomes' fronts (points x objectives) into the running front at once."""
+        self._merge_front(Outcome(None, None, front=[({}, tuple(v)) for v in values.tolist()]))
 
     def _key(self, fixed: dict[str, Choice]) -> tuple[Choice, ...]:
         """A structure's key in `memo` and `_ahead`: its structural choices in the encoding's order."""
