@@ -219,17 +219,6 @@ class BestFirst(Strategy):
                     )  # fmt: skip
                     order = live.visits(order)
                 visits, bounded = ((k, b, True) for k, b in order), total
-            elif (
-                table is not None
-                and front_bounds is not None
-                and (rounds := CellRounds.of(target, problem, ev, structural, front_bounds))
-            ):  # several objectives: the open cells of every structure, a round at a time (`cell_rounds`)
-                report = None if watch is None else lambda n: watch.report(n, rounds.total_cells, None, unit="cells")
-                finished, out, reason, next_bound = rounds.run(stop_rounds, report)
-                done.extend(finished)
-                seen.update(finished)
-                dropped.update(out)
-                visits, bounded = iter(()), total
             elif table is not None:  # the floors first, an exact bound only when a floor comes first
                 floored = Floored(table, seen)
                 visits, bounded = iter(floored), total
@@ -256,6 +245,17 @@ class BestFirst(Strategy):
                     assert floored is not None
                     if front_bounds is None:
                         continue
+                    if (
+                        done
+                        and rounds is None
+                        and (rounds := CellRounds.of(target, problem, ev, structural, front_bounds, seen))
+                    ):  # after the first visit, the open cells of every structure in rounds (`cell_rounds`)
+                        report = None if watch is None else rounds.reporter(watch)
+                        finished, out, reason, next_bound = rounds.run(stop_rounds, report)
+                        done.extend(finished)
+                        seen.update(finished)
+                        dropped.update(out)
+                        break
                     # several objectives: out if the front dominates its floors (its cells': FrontCellBounded), else
                     # visited now (the front does not depend on the order). Not bounded exactly first: that prices
                     # the whole structure, which is at least what its visit scores (only its open cells, where the

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import numpy as np
 
@@ -42,6 +42,7 @@ from mapper.bounds import CellOfPoints, FrontBounds, FrontCellTable
 from mapper.enumerate import pareto_front
 from mapper.settings import StopReason
 from mapper.strategies.objective import Evaluator, Outcome
+from mapper.watch import Watch
 from workload.problem import Problem
 
 #: points priced per round: the calls' cost is then small beside the points' (about 6 ms a round on an Ascend
@@ -66,6 +67,7 @@ class CellRounds:
         front_bounds: FrontBounds,
         table: np.ndarray,
         cell_of: np.ndarray,
+        visited: Collection[tuple[Choice, ...]] = (),
     ) -> None:
         self.ev, self.structural = ev, structural
         self.shape = tuple(len(p.choices) for p in structural)
@@ -80,13 +82,25 @@ class CellRounds:
         self.starts = np.searchsorted(cell_of[self.by_cell], np.arange(self.cells_per + 1))
         self.rounds = self.cells = self.points = 0
         self.seconds = 0.0
+        # structures visited before the rounds (settled already): their cells are closed, as priced
+        self.visited = np.zeros(self.rows.shape[0] // self.cells_per, dtype=bool)
+        for key in visited:
+            codes = [p.choices.index(v) for p, v in zip(structural, key, strict=True)]
+            self.visited[int(np.ravel_multi_index(codes, self.shape))] = True
+        self.open.reshape(-1, self.cells_per)[self.visited] = False
 
     @staticmethod
     def of(
-        target: Target, problem: Problem, ev: Evaluator, structural: tuple[Param, ...], front_bounds: FrontBounds
+        target: Target,
+        problem: Problem,
+        ev: Evaluator,
+        structural: tuple[Param, ...],
+        front_bounds: FrontBounds,
+        visited: Collection[tuple[Choice, ...]] = (),
     ) -> CellRounds | None:
-        """The rounds for this search; None where the target gives no cell table and cells of points, or where the
-        cells of a structure's points are not the same for every structure."""
+        """The rounds for this search, after the structures `visited` (their choices in `structural` order; settled
+        in `ev` already, and the front of `ev` is theirs); None where the target gives no cell table or cells of
+        points."""
         if not isinstance(target, FrontCellTable) or not isinstance(target, CellOfPoints):
             return None
         names = tuple(p.name for p in structural)
@@ -97,11 +111,15 @@ class CellRounds:
         first = target.structure_cell_of_points(problem, fixed, ev.structure_codes(fixed), ev.objectives)
         if first is None:
             return None
-        return CellRounds(ev, structural, front_bounds, table, np.asarray(first))
+        return CellRounds(ev, structural, front_bounds, table, np.asarray(first), visited)
 
     @property
     def total_cells(self) -> int:
         return int(self.rows.shape[0])
+
+    def reporter(self, watch: Watch) -> Callable[[int], None]:
+        """Progress through `watch`: cells priced or dominated, of every cell."""
+        return lambda cells: watch.report(cells, self.total_cells, None, unit="cells")
 
     def fixed(self, s: int) -> dict[str, Choice]:
         codes = np.unravel_index(s, self.shape)
@@ -109,9 +127,6 @@ class CellRounds:
 
     def _pick(self, front: np.ndarray | None) -> np.ndarray:
         """The next round's cells (numbers over structure x cell), after closing those `front` dominates."""
-        if not self.rounds:  # first the structure with the least latency floor, whole (as a visit prices it)
-            fastest = int(np.argmin(np.where(self.open, self.rows[:, self.at], np.inf))) // self.cells_per
-            return fastest * self.cells_per + np.flatnonzero(self.open.reshape(-1, self.cells_per)[fastest])
         cand = np.flatnonzero(self.open)
         if front is not None and len(front) and cand.size:
             out = dominated_rows(self.rows[cand], front)
@@ -124,7 +139,7 @@ class CellRounds:
         first[pareto_front(rows)] = True  # the staircase first, then by latency floor
         order = np.lexsort((rows[:, self.at], ~first))
         counts = np.diff(self.starts)[cand[order] % self.cells_per]
-        size = min(ROUND_POINTS, FIRST_ROUND_POINTS << (self.rounds - 1))
+        size = min(ROUND_POINTS, FIRST_ROUND_POINTS << self.rounds)
         take = int(np.searchsorted(np.cumsum(counts), size)) + 1
         return cand[order[:take]]
 
@@ -143,14 +158,14 @@ class CellRounds:
         # what is kept of each round's points: their structure, number in its sub-space, feasibility, values
         kept: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         priced = np.zeros(self.rows.shape[0] // per, dtype=np.int64)  # points priced per structure
-        front: np.ndarray | None = None
+        front = self.ev.front_values  # the visited structures' (`of`)
         reason: StopReason | None = None
         t0 = time.perf_counter()
         while True:
             picked = self._pick(front)
             if not picked.size:
                 break
-            reason = stop() if self.rounds else None  # (one round whatever the clock says)
+            reason = stop() if self.rounds or self.visited.any() else None  # (a visit or a round first)
             if reason is not None:
                 break
             structures, cells = picked // per, picked % per
@@ -194,7 +209,7 @@ class CellRounds:
         pattern = ev.structure_codes(self.fixed(0))
         scored, pruned = [], []
         for s in range(left.size):
-            if left[s]:
+            if left[s] or self.visited[s]:
                 continue
             fixed = self.fixed(s)
             key = tuple(fixed.values())

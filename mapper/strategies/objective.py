@@ -185,6 +185,8 @@ class Evaluator:
 
     def grow_front(self, values: np.ndarray) -> None:
         """Merge the values of many outcomes' fronts (points x objectives) into the running front at once."""
+        if not len(values):
+            return
         self._merge_front(Outcome(None, None, front=[({}, tuple(v)) for v in values.tolist()]))
 
     def _key(self, fixed: dict[str, Choice]) -> tuple[Choice, ...]:

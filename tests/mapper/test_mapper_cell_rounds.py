@@ -8,6 +8,7 @@ ends must claim only the structures it finished.
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -119,7 +120,7 @@ def test_rounds_cut_by_the_budget_claim_only_the_structures_they_finished(monkey
     t = get_target("ascend-a5")
     space = t.space(GEMM)
     clock = itertools.count()
-    watch = Watch(progress=lambda done, total, best: None, cancel=lambda: next(clock) >= 2)
+    watch = Watch(progress=lambda done, total, best: None, cancel=lambda: next(clock) >= 3)
     r = BestFirst().run(
         GEMM, t, space, SearchSettings(objectives=("latency", "footprint")), deadline=float("inf"), watch=watch
     )
@@ -127,6 +128,7 @@ def test_rounds_cut_by_the_budget_claim_only_the_structures_they_finished(monkey
     assert cert is not None and r.stop_reason == "cancelled" and not r.proven_optimal
     assert cert.unexplored > 0 and cert.scored + cert.pruned_by_bound + cert.unexplored == cert.structures_total
     assert cert.gap_bound is None and r.front  # a front from the structures it finished, not a claim of optimality
+    assert re.search(r"priced in 1 rounds", " ".join(r.notes))  # (the visit, one round, then the cancel)
 
 
 def test_progress_counts_cells() -> None:
