@@ -5,15 +5,19 @@ and says which cell each point lies in (`CellOfPoints`), best-first with several
 visit the structures one by one. A visit prices the points of one structure's open cells: a few thousand
 points and a few dozen numpy calls, so a search that must look into hundreds of structures spent most of
 its time on the calls (ascend-a5, Llama-7B attn.scores, latency + footprint: 188 visits, one
-`score_codes` call each, about a third of the search; profiled once outside `bench/`). Here instead:
+`score_codes` call each, about a third of the search; profiled once outside `bench/`). Here instead,
+after best-first's first visit (the structure of least latency floor: its front may end the search at once):
 
 1. Every cell's row is lifted to the whole space's bound vector (`FrontBounds.whole`); a cell with a
    non-finite entry holds no feasible point and is closed.
 2. A round takes the cells not yet priced that the front found so far does not dominate (within
    `RTOL`): first those on the staircase of their rows (no other such cell's row is at most theirs on
    every objective: the front's likeliest places, so it spans its whole length early), then the others
-   by ascending latency floor (by the first objective without latency), until `ROUND_POINTS` points;
-   their points are priced in one `Target.score_codes` call and the front grows by them.
+   by ascending latency floor (by the first objective without latency), until `FIRST_ROUND_POINTS`
+   points in the first round and twice as many in each next, up to `ROUND_POINTS`; their points are
+   priced in one `Target.score_codes` call and the front grows by them. Of a round's points, those a
+   point of the grown front strictly beats are dropped at once but for each structure's first (and first
+   feasible) point: they can join no front (`_grown`).
 3. The rounds end when every cell is priced or dominated.
 
 Why the result is the exact front over the space: every point lies in one cell of its structure

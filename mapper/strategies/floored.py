@@ -14,7 +14,9 @@ search (`mapper.strategies.bestfirst`) then uses the floors twice without changi
   exact bound (which prices every point of the structure, at least what the visit scores: the
   points of the cells the front leaves open). The order of the visits is then the floors'; the
   front does not depend on it, and the stop at a floor's key holds as before (every key left is
-  at least as high).
+  at least as high). Where the target gives every structure's cells in one array
+  (`mapper.bounds.FrontCellTable`), only the first structure is visited so: unless the stop comes
+  next, the rest is priced cell by cell in rounds (`mapper.strategies.cell_rounds`).
 
 The floors are computed once, on first use: a search that a warm start proves at the roofline
 needs none, and the warm starts ask `EXACT_FIRST` exact bounds before the floors are computed.
