@@ -13,7 +13,9 @@ follow the floors: a structure whose cells' floors the front dominates when its 
 `FrontBounds.out`, is left out without its exact bound, Ascend flooring every objective,
 `structure_front_cells`, and any other is visited at once, without its exact bound: that prices
 every point of the structure, and the visit scores only those of the cells the front leaves open,
-`FrontBounds.live_points`). Each visited structure's
+`FrontBounds.live_points`; with two objectives, where the target gives every structure's cells in one
+array, `FrontCellTable`, the structures after the first are priced cell by cell in rounds instead,
+`mapper.strategies.cell_rounds`). Each visited structure's
 sub-space is scored exactly (`Evaluator.visit`). The search stops when the next structure's bound
 is not below the best found (``bound * (1 + RTOL) >= best``, `StructureBounds.bounded_out`): the
 bounds are sorted, so no structure left can hold a better point and the best is optimal over the
