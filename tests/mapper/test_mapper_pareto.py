@@ -6,6 +6,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from costmodels.registry import get_target
 from mapper.enumerate import pareto_front, pareto_mask
@@ -41,6 +43,18 @@ def test_pareto_front_is_exact_without_duplicates_and_keeps_the_first_representa
         rank = {int(r): n for n, r in enumerate(order)}
         assert rank[int(i)] == min(rank[j] for j in range(len(v)) if np.array_equal(v[j], v[i]))
     assert pareto_mask(v).sum() >= len(idx)  # the mask keeps duplicates
+
+
+@settings(max_examples=60, deadline=None)
+@given(k=st.sampled_from([3, 4]), n=st.integers(1, 700), levels=st.integers(2, 40), seed=st.integers(0, 2**32 - 1))
+def test_fronts_of_three_objectives_and_more_are_exact_across_blocks(k: int, n: int, levels: int, seed: int) -> None:
+    """`_front_sorted` compares `FRONT_BLOCK` rows at a time: fronts longer than a block, dominators in an earlier
+    block or in the same one, and ties are all the definition's."""
+    rng = np.random.default_rng(seed)
+    v = rng.integers(0, levels, size=(n, k)).astype(float)
+    v[:, -1] = levels - v[:, 0]  # many rows on the front: the first and the last objective trade off
+    got = [tuple(v[i].tolist()) for i in pareto_front(v)]
+    assert len(got) == len(set(got)) and set(got) == distinct_front(v)
 
 
 def test_two_objective_front_skips_nan_and_infinite_rows_and_is_empty_without_a_finite_one() -> None:
