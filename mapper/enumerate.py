@@ -110,7 +110,8 @@ def pareto_front(values: np.ndarray, order: np.ndarray | None = None) -> np.ndar
     vector one represents them all: the one first in `order` (a permutation of the row indices,
     e.g. by point number; default: the row order), so the front has no duplicate entries and its
     representatives do not depend on how the rows arrived. Two objectives take one sort and a
-    running minimum; more take a pass over the distinct rows.
+    running minimum; more drop the rows anchors dominate (`_weighted_anchors`) and compare the distinct rows left
+    a block at a time (`_front_sorted`).
     """
     k = values.shape[1]
     if k == 2 and order is None:  # the common case, column by column (a reduction along rows of 2 is slow)
