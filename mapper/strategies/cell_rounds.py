@@ -104,12 +104,12 @@ class CellRounds:
     ) -> CellRounds | None:
         """The rounds for this search, after the structures `visited` (their choices in `structural` order; settled
         in `ev` already, and the front of `ev` is theirs); None where the target gives no cell table or cells of
-        points, and for other than two objectives: with three, the fronts of the rounds' points take
-        `pareto_front`'s pass over distinct values, far slower than two objectives' sort (a 3x13x31x31 conv on
-        ascend-910b with latency, energy and footprint: 30 s in rounds against 14 s visiting structures, once
-        by hand outside `bench/`)."""
+        points, and for other than two objectives: with three, each round tests its points against every
+        point of the front (`_strictly_dominated`), where two take a sort and two binary searches (a
+        3x13x31x31 conv on ascend-910b with latency, energy and footprint: 30 s in rounds against 14 s
+        visiting structures, once by hand outside `bench/`)."""
         if len(ev.objectives) != 2 or not isinstance(target, FrontCellTable) or not isinstance(target, CellOfPoints):
-            return None  # (three objectives and more: a round's front costs a pass over its distinct values)
+            return None  # (three objectives and more: each round's points against every front point)
         names = tuple(p.name for p in structural)
         table = target.structure_front_cell_table(problem, names, ev.objectives)
         if table is None or table.shape[0] != math.prod(len(p.choices) for p in structural) or not table.size:
