@@ -214,6 +214,7 @@ class CellRounds:
         owner, idx, feasible, values = owner[order], idx[order], feasible[order], values[order]
         runs = np.searchsorted(owner, np.arange(left.size + 1))
         pattern = ev.structure_codes(self.fixed(0))
+        choices = {p.name: p.choices for p in ev.space.params}
         scored, pruned = [], []
         for s in range(left.size):
             if left[s] or self.visited[s]:
@@ -228,7 +229,7 @@ class CellRounds:
             ev.cells_left_out += left_out
             scored.append(key)
             if b - a == 1 and feasible[a]:  # one point kept (most structures): its outcome without `priced`'s front
-                point = {n: fixed[n] if n in fixed else c[int(pattern[n][idx[a]])] for n, c in ev.space_choices.items()}
+                point = {n: fixed[n] if n in fixed else c[int(pattern[n][idx[a]])] for n, c in choices.items()}
                 vals = tuple(float(x) for x in values[a])
                 ev.scored += int(priced[s])
                 ev.settle(fixed, Outcome(point, vals, front=[(point, vals)]), merge=False)

@@ -29,7 +29,6 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 import optuna
@@ -429,11 +428,6 @@ class Evaluator:
         order = np.asarray(sorted(range(len(cands)), key=number.__getitem__), dtype=np.intp)
         front = [cands[int(i)] for i in pareto_front(np.array([v for _, v in cands]), order)]
         return sorted(front, key=lambda c: c[1])
-
-    @cached_property
-    def space_choices(self) -> dict[str, tuple[Choice, ...]]:
-        """Each parameter's choices, by name."""
-        return {p.name: tuple(p.choices) for p in self.space.params}
 
     @property
     def inner_size(self) -> int:
