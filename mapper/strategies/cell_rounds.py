@@ -84,6 +84,9 @@ class CellRounds:
         # every structure's points by cell (the same for each: `of`), and where each cell's run starts
         self.by_cell = np.argsort(cell_of, kind="stable")  # ascending point numbers within a cell
         self.starts = np.searchsorted(cell_of[self.by_cell], np.arange(self.cells_per + 1))
+        # every structure's inner code columns (the same pattern, `Evaluator.structure_codes`) and their names
+        self.pattern = ev.structure_codes(self.fixed(0))
+        self.inner = [p.name for p in ev.space.params if p.name in ev.inner]
         self.rounds = self.cells = self.points = 0
         self.seconds = 0.0
         # structures visited before the rounds (settled already): their cells are closed, as priced
@@ -159,8 +162,7 @@ class CellRounds:
         ended (``space-exhausted`` when done) and, when they did not, the least latency row left open.
         """
         ev, per = self.ev, self.cells_per
-        pattern = ev.structure_codes(self.fixed(0))
-        inner = [p.name for p in ev.space.params if p.name in ev.inner]
+        pattern, inner = self.pattern, self.inner
         names = [p.name for p in self.structural]
         # what is kept of each round's points: their structure, number in its sub-space, feasibility, values
         kept: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
@@ -213,7 +215,7 @@ class CellRounds:
         order = np.lexsort((idx, owner))
         owner, idx, feasible, values = owner[order], idx[order], feasible[order], values[order]
         runs = np.searchsorted(owner, np.arange(left.size + 1))
-        pattern = ev.structure_codes(self.fixed(0))
+        pattern = self.pattern
         choices = {p.name: p.choices for p in ev.space.params}
         scored, pruned = [], []
         for s in range(left.size):

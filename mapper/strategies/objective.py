@@ -143,7 +143,7 @@ class Evaluator:
         if len(self.objectives) > 1:  # Optuna sees the structure's ideal point: the best of each objective on its front
             trial.set_user_attr("front_size", len(outcome.front))
         if outcome.front and self.front_bounds is not None:  # several objectives: the running front grows
-            self._merge_front(outcome)
+            self.grow_front(np.array([v for _, v in outcome.front], dtype=np.float64))
         if self.best_values is None or outcome.values[0] < self.best_values[0]:
             self.best_point, self.best_values = outcome.point, outcome.values
             if self.bounds is not None:
@@ -164,7 +164,7 @@ class Evaluator:
 
     def settle(self, fixed: dict[str, Choice], outcome: Outcome, *, merge: bool = True) -> None:
         """Record a structure's outcome as a visit does: the memo, the counts, the front and the best (`merge`
-        False: the caller sets the front once for many outcomes, `grow_front`)."""
+        False: the caller grows the front once for many outcomes, `grow_front`)."""
         self.memo[self._key(fixed)] = outcome
         if outcome.bound is not None:  # every cell dominated by the front (`_score`): pruned, not infeasible
             self.pruned += 1
@@ -176,17 +176,22 @@ class Evaluator:
                 self.messages.setdefault(code, msg)
         else:
             if merge and outcome.front and self.front_bounds is not None:
-                self._merge_front(outcome)
+                self.grow_front(np.array([v for _, v in outcome.front], dtype=np.float64))
             if self.best_values is None or outcome.values[0] < self.best_values[0]:
                 self.best_point, self.best_values = outcome.point, outcome.values
                 self.improved_at, self.improved_time = len(self.trace) + 1, time.perf_counter()
         self._record()
 
     def grow_front(self, values: np.ndarray) -> None:
-        """Merge the values of many outcomes' fronts (points x objectives) into the running front at once."""
+        """Merge values (points x objectives: one outcome's front, or many outcomes' at once) into the running
+        front; a new front array (and `_version`) only when it changed."""
         if not len(values):
             return
-        self._merge_front(Outcome(None, None, front=[({}, tuple(v)) for v in values.tolist()]))
+        both = values if self.front_values is None else np.concatenate([self.front_values, values])
+        front = both[pareto_front(both)]
+        if self.front_values is None or not np.array_equal(front, self.front_values):
+            self._version += 1
+            self.front_values = front  # (unchanged: the same object, which the bounds' kept answers are keyed by)
 
     def _key(self, fixed: dict[str, Choice]) -> tuple[Choice, ...]:
         """A structure's key in `memo` and `_ahead`: its structural choices in the encoding's order."""
@@ -195,14 +200,6 @@ class Evaluator:
     def _record(self) -> None:
         self.trace.append(None if self.best_values is None else self.best_values[0])
         self.trace_points.append(self.scored)
-
-    def _merge_front(self, outcome: Outcome) -> None:
-        new = np.array([v for _, v in outcome.front], dtype=np.float64)
-        both = new if self.front_values is None else np.concatenate([self.front_values, new])
-        front = both[pareto_front(both)]
-        if self.front_values is None or not np.array_equal(front, self.front_values):
-            self._version += 1
-            self.front_values = front  # (unchanged: the same object, which the bounds' kept answers are keyed by)
 
     def _bound(self, fixed: dict[str, Choice]) -> Outcome | None:
         """The outcome of a structure bounded out by the best found or the front (None: it must be scored)."""
