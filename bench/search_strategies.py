@@ -11,7 +11,7 @@ needs an ordered axis to learn along). The gap is the found latency over the spa
 proof instead, which the output says) minus 1; a search that found nothing feasible counts as an infinite gap.
 The scorer's and the bounds' per-problem tables are built (untimed) before the timed runs. The
 seconds each run really took are printed too (median / worst): a study's closing certificate
-bounds the structures it left after its budget (`mapper.bounds.certify`), best-first bounds within
+bounds the structures it left after its budget (`mapper.certificate.certify`), best-first bounds within
 it.
 
 Two sub-space sizes are run side by side: the mapper's default (`DEFAULT_INNER` points per

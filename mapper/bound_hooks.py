@@ -95,6 +95,22 @@ class CellOfPoints(Protocol):
 
 
 @runtime_checkable
+class PointFloored(Protocol):
+    """Optional: floors of some objectives point by point, far cheaper than pricing the points.
+
+    Contract: for points given as code columns (every parameter of the problem's space), a dict from some of
+    `objectives` to one entry per point, no greater than that point's value of the objective when it is
+    feasible (an infeasible point's value is ``inf``, above any entry). Objectives the target cannot floor
+    cheaply are absent; None: none. Best-first's cell rounds leave out the points of an open cell that the
+    front dominates with these entries in place of the cell's (`mapper.strategies.cell_rounds`).
+    """
+
+    def point_floors(
+        self, problem: Problem, codes: dict[str, np.ndarray], objectives: tuple[str, ...]
+    ) -> dict[str, np.ndarray] | None: ...
+
+
+@runtime_checkable
 class FrontCellTable(Protocol):
     """Optional, beside `FrontCellBounded` and `CellOfPoints`: the cells of every structure in one array.
 

@@ -1,4 +1,4 @@
-"""Admissible lower bounds of a space's structures, and the certificate they give a search.
+"""Admissible lower bounds of a space's structures (the certificate they give a search: `mapper.certificate`).
 
 A large space is searched by *structures*: Optuna fixes the structural parameters, numpy scores
 the remaining sub-space exactly. `StructureBounds` gives each structure a latency bound in
@@ -43,9 +43,6 @@ them one vector below each when the front dominates it), which changes no test's
 
 from __future__ import annotations
 
-import itertools
-import math
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
@@ -53,7 +50,7 @@ from typing import NamedTuple
 import numpy as np
 
 from costmodels.dominance import RTOL, dominated_rows
-from costmodels.protocol import Choice, Param, SearchSpace, Target
+from costmodels.protocol import Choice, Target
 from costmodels.structure_bound import StructureBounded
 from mapper.bound_hooks import (  # noqa: F401 (re-exported: the targets' optional hooks)
     CellOfPoints,
@@ -61,14 +58,11 @@ from mapper.bound_hooks import (  # noqa: F401 (re-exported: the targets' option
     FrontCellBounded,
     FrontCellScreened,
     FrontCellTable,
+    PointFloored,
     StructureFloored,
     StructureObjectiveFloors,
 )
-from mapper.result import Certificate
 from workload.problem import Problem
-
-#: remaining structures a target's hook bounds one by one when a search ends (the rest keep the generic bound)
-SWEEP_LIMIT = 1 << 16
 
 
 class StructureBounds:
@@ -213,6 +207,12 @@ class FrontBounds:
         # (a runtime protocol check costs tens of microseconds: asked once, not per structure)
         self._screened = self._cells if isinstance(self._cells, FrontCellScreened) else None
         self._placed = self._cells if isinstance(self._cells, CellOfPoints) else None
+        # floors of each point, beside its cell's (`PointFloored`: a point the front dominates on them is not scored);
+        # two objectives only: with more, the test compares each point with every front point (`dominated_rows`),
+        # which cost more than scoring them (a 3x13x31x31 conv on ascend-910b with latency, energy and footprint:
+        # 11.4 s against 2.4 s without it, once by hand outside `bench/`)
+        two = len(objectives) == 2
+        self._floored = self._placed if two and isinstance(self._placed, PointFloored) else None
         # a target that floors its structures in one array (`StructureFloored`: Ascend) bounds one exactly only by
         # pricing its points, more than scoring its open cells costs: its cells, which carry their own latency
         # floors, are then lifted to the whole space's vector instead of the structure's (`cheap`)
@@ -306,11 +306,12 @@ class FrontBounds:
     def live_points(
         self, fixed: dict[str, Choice], front: np.ndarray | None, codes: dict[str, np.ndarray]
     ) -> np.ndarray | None:
-        """Which points of the structure (`codes`) lie in a cell `front` does not dominate; None: all of them.
+        """Which points of the structure (`codes`) lie in a cell `front` does not dominate, and where the target
+        floors points (`PointFloored`) are not dominated by it on those floors either; None: all of them.
 
         The others are each dominated by, or have the values of, a point of `front` (their cell's
-        vector bounds them, `FrontCellBounded`), and so of every front that grows from it: scoring
-        them cannot change the search's front. None when the target does not place points in cells.
+        vector, or their own floors, bound them: `FrontCellBounded`), and so of every front that grows from it:
+        scoring them cannot change the search's front. None when the target does not place points in cells.
         """
         if front is None or len(front) == 0 or self._placed is None:
             return None
@@ -318,12 +319,24 @@ class FrontBounds:
         if cells is None:
             return None
         live = self._live_cells(fixed, cells, self.cheap(fixed), front)
-        if live.all():
+        if live.all() and self._floored is None:
             return None
         if not live.any():  # (no point's cell needed)
             return np.zeros(len(next(iter(codes.values()))), dtype=bool)
         at = self._placed.structure_cell_of_points(self._problem, dict(fixed), codes, self.objectives)
-        return None if at is None else live[at]
+        if at is None:
+            return None
+        points = live[at]
+        if self._floored is not None:  # and of those, the points the front dominates on their own floors
+            sel = np.flatnonzero(points)
+            got = self._floored.point_floors(self._problem, {n: c[sel] for n, c in codes.items()}, self.objectives)
+            if got:
+                rows = np.maximum(cells.rows[at[sel]], self.cheap(fixed))
+                for j, o in enumerate(self.objectives):
+                    if o in got:
+                        rows[:, j] = np.maximum(rows[:, j], got[o])
+                points[sel] = ~dominated_rows(rows, front)
+        return points
 
     @property
     def source(self) -> str:
@@ -358,90 +371,3 @@ class FrontBounds:
     def dominated(bound: np.ndarray, front: np.ndarray | None) -> bool:
         """True when a row of `front` (points x objectives) is no worse than `bound` everywhere (beyond `RTOL`)."""
         return front is not None and len(front) > 0 and bool(np.any(np.all(front <= bound * (1 + RTOL), axis=1)))
-
-
-def space_text(space: SearchSpace) -> str:
-    """The space a certificate covers, in words."""
-    dims = ", ".join(f"{p.name} ({len(p.choices)})" for p in space.params)
-    return f"the target's search space for this problem: {space.size:,} points, the product of {dims}"
-
-
-def certify(
-    space: SearchSpace,
-    bounds: StructureBounds,
-    structural: tuple[Param, ...],
-    *,
-    scored: set[tuple[Choice, ...]],
-    pruned: set[tuple[Choice, ...]],
-    best: float | None,
-    prune: bool = True,
-    deadline: float | None = None,
-    sweep_limit: int = SWEEP_LIMIT,
-    front: np.ndarray | None = None,
-    front_bounds: FrontBounds | None = None,
-) -> Certificate:
-    """The certificate of a search that scored the structures `scored` and bounded out `pruned`.
-
-    Structures are the combinations of the `structural` parameters' choices (keys: their values
-    in that order; no structural parameter: one structure, the whole space). Every other structure
-    is bounded now: out when its bound is not below `best` (and `prune` is set: a single
-    objective), unexplored otherwise. With the generic bound (one value for every structure) this
-    is arithmetic; with a target's hook the first `sweep_limit` remaining structures are bounded
-    one by one (until `deadline`) and the rest count as unexplored under the generic bound. Several
-    objectives: with `front_bounds` and the `front` found (values, points x objectives), a
-    structure is out when the front dominates its bound vector (`FrontBounds.dominated`).
-    """
-    total = math.prod(len(p.choices) for p in structural)
-    n_pruned, left = len(pruned), total - len(scored) - len(pruned)
-    unexplored, lowest = 0, math.inf
-    if left > 0:
-        is_out: Callable[[dict[str, Choice]], bool] | None = None
-        whole_out, per = False, False
-        if front_bounds is not None and front is not None and len(front):  # several objectives
-            fb, fr = front_bounds, front
-            whole_out, per = FrontBounds.dominated(fb.whole(), fr), fb.per_structure
-            is_out = lambda fixed: fb.out(fixed, fr)  # noqa: E731
-        elif prune and best is not None:
-            b_best = best
-            whole_out, per = StructureBounds.bounded_out(bounds.whole(), b_best), bounds.per_structure
-            is_out = lambda fixed: StructureBounds.bounded_out(bounds(fixed), b_best)  # noqa: E731
-        if whole_out:
-            n_pruned += left
-        elif is_out is None or not per:
-            unexplored, lowest = left, bounds.whole()
-        else:
-            seen = 0
-            for key in itertools.product(*(p.choices for p in structural)):
-                if key in scored or key in pruned:
-                    continue
-                if seen >= sweep_limit or (deadline is not None and time.perf_counter() > deadline):
-                    break
-                seen += 1
-                fixed = dict(zip((p.name for p in structural), key, strict=True))
-                if is_out(fixed):
-                    n_pruned += 1
-                else:
-                    unexplored, lowest = unexplored + 1, min(lowest, bounds(fixed))
-            if seen < left:  # not bounded one by one: the generic bound holds for them
-                unexplored, lowest = unexplored + left - seen, min(lowest, bounds.whole())
-    remaining = lowest if unexplored and lowest > 0 else None
-    gap: float | None = None
-    if best is not None:
-        if unexplored == 0:
-            gap = 0.0
-        elif remaining is not None:
-            gap = max(0.0, best / remaining - 1)
-    return Certificate(
-        space=space_text(space),
-        space_points=space.size,
-        objective=bounds.objective,
-        structures_total=total,
-        inner_points=space.size // max(total, 1),
-        scored=len(scored),
-        pruned_by_bound=n_pruned,
-        unexplored=unexplored,
-        best=best,
-        best_remaining_bound=remaining,
-        gap_bound=gap,
-        bound_source=front_bounds.source if front_bounds is not None else bounds.source,
-    )

@@ -151,6 +151,19 @@ class Prepared:
     def report_tables(self) -> tuple[Table, ...]:
         return cube_tables(self.cube, tuple(p.choices for p in self.space.params), report=True)
 
+    @cached_property
+    def footprint_grid(self) -> np.ndarray:
+        """The footprint of every point of a binary problem's space but for the core grid, on which it does not
+        depend (`cube_grid.CubeTable`), over the other parameters' choices in the space's order, whether the point
+        is feasible or not: ``(fa + fb) x h + acc_m x acc_n``, `cost.cube_scores`' terms in its order."""
+        kept = self.table
+        if isinstance(kept, CubeTable):
+            return kept.footprint.reshape(self.shape[:-1])
+        f = grid_fields(self.tables, [0] * len(self.shape), [n - 1 for n in self.shape], CUBE_ORDER)
+        foot = (f["fa"] + f["fb"]) * f["h"] + f["acc_m"] * f["acc_n"]  # over `CUBE_ORDER` axes, the grid's of size 1
+        foot = np.transpose(foot, [CUBE_ORDER.index(d) for d in range(len(CUBE_ORDER))])[..., 0]
+        return np.ascontiguousarray(np.broadcast_to(foot, self.shape[:-1]))
+
     # ---- points by code (score_codes) -------------------------------------------------------------
     def scores(self, codes: dict[str, np.ndarray], n: int) -> Arrays:
         """`SCORE_OUTPUTS` of `n` points given as codes into the space's choices.

@@ -155,6 +155,19 @@ class AscendTarget(FamilyTarget[Prepared]):
         table, _, per = got
         return table.reshape(-1, per, len(objectives))
 
+    def point_floors(
+        self, problem: Problem, codes: dict[str, np.ndarray], objectives: tuple[str, ...]
+    ) -> dict[str, np.ndarray] | None:
+        """Each point's footprint, exactly where it is feasible (`mapper.bounds.PointFloored`): a few table fields that
+        no core grid changes (`Prepared.footprint_grid`), one gather for any number of points. None for row
+        reductions and without footprint among `objectives`."""
+        prep = self.prepared(problem)
+        if "footprint" not in objectives or not problem.is_binary or prep.reasons:
+            return None
+        grid = prep.footprint_grid
+        at = np.ravel_multi_index(tuple(codes[n] for n in prep.names[: grid.ndim]), grid.shape)
+        return {"footprint": np.take(grid.reshape(-1), at)}
+
     def structure_cell_of_points(
         self,
         problem: Problem,

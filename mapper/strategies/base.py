@@ -15,7 +15,7 @@ from workload.problem import Problem
 
 @dataclass
 class Searched(Found):
-    """What a strategy found, with the certificate of what it proved (`mapper.bounds.certify`)."""
+    """What a strategy found, with the certificate of what it proved (`mapper.certificate.certify`)."""
 
     certificate: Certificate | None = None
     #: each Tenstorrent strategy's best (`mapper.ties.PerStrategy`), kept by an enumeration in its one pass

@@ -59,7 +59,8 @@ import numpy as np
 from costmodels.cancel import Cancelled, cancellable
 from costmodels.protocol import Choice, SearchSpace, Target
 from costmodels.structure_bound import StructureBulkBounded
-from mapper.bounds import RTOL, FrontBounds, FrontCellBlocks, StructureBounds, bounded_by_cells, space_text
+from mapper.bounds import RTOL, FrontBounds, FrontCellBlocks, StructureBounds, bounded_by_cells
+from mapper.certificate import space_text
 from mapper.planning import inner_size
 from mapper.result import Certificate, TrialCounts, ViolationCount
 from mapper.settings import SearchSettings, StopReason

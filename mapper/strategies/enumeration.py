@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from costmodels.protocol import SearchSpace, Target
-from mapper.bounds import StructureBounds, certify
+from mapper.bounds import StructureBounds
+from mapper.certificate import certify
 from mapper.enumerate import Enumeration as EnumerationState
 from mapper.enumerate import chunk_codes, enumerate_space
 from mapper.planning import Probe

@@ -24,7 +24,8 @@ import optuna
 
 from costmodels.cancel import Cancelled, cancellable
 from costmodels.protocol import Choice, SearchSpace, Target
-from mapper.bounds import FrontBounds, StructureBounds, certify
+from mapper.bounds import FrontBounds, StructureBounds
+from mapper.certificate import certify
 from mapper.planning import DEFAULT_INNER, Probe
 from mapper.result import TrialCounts, ViolationCount
 from mapper.settings import SearchSettings, StopReason

@@ -15,7 +15,8 @@ import pytest
 from costmodels.protocol import Choice
 from costmodels.registry import get_target, target_names
 from costmodels.structure_bound import StructureBounded
-from mapper.bounds import FrontBounds, StructureBounds, certify, objective_floor
+from mapper.bounds import FrontBounds, StructureBounds, objective_floor
+from mapper.certificate import certify
 from mapper.enumerate import ChunkPlan, subspace_codes
 from mapper.search import tune
 from mapper.settings import SearchSettings

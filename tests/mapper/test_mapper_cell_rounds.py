@@ -29,6 +29,7 @@ from mapper.strategies.objective import Evaluator
 from mapper.watch import Watch
 from workload.conv2d import conv2d
 from workload.einsum import einsum
+from workload.problem import Problem
 
 CONV = conv2d(batch=1, in_channels=8, out_channels=12, input_height=5, input_width=5, kernel=3, padding=1)
 GEMM = einsum("mk,kn->mn", {"m": 97, "k": 89, "n": 83}, dtype="bf16", weight=1)
@@ -91,6 +92,8 @@ def test_rounds_give_the_enumerated_front(problem: object, objectives: tuple[str
     assert r.proven_optimal and full.proven_optimal
     assert [q.values for q in r.pareto] == [q.values for q in full.pareto]
     assert any("rounds" in n for n in r.notes)
+    # with footprint, Ascend floors each point (`PointFloored`): points of open cells are left out on those too
+    assert any("on their own floors" in n for n in r.notes) == ("footprint" in objectives)
     cert = r.certificate
     assert cert is not None and cert.unexplored == 0 and cert.scored + cert.pruned_by_bound == cert.structures_total
 
@@ -151,3 +154,90 @@ def test_progress_counts_cells() -> None:
     )
     assert r.proven_optimal and watch.unit == "cells" and reports
     assert [d for d, _ in reports] == sorted(d for d, _ in reports) and reports[-1][0] == reports[-1][1]
+
+
+def test_points_left_out_on_their_own_floors_are_dominated() -> None:
+    """A visit's points (`FrontBounds.live_points`): with the target's floors of each point beside its cell's, the
+    points left out are each dominated by the front (or infeasible) when priced, and more are left out than by the
+    cells alone."""
+    t = get_target("ascend-a5")
+    objectives = ("latency", "footprint")
+    s = SearchSettings(strategy="exhaustive", objectives=objectives, max_seconds=300)
+    front = np.array([[q.values[o] for o in objectives] for q in tune(GEMM, t, s, validate=False).pareto])
+    space = t.space(GEMM)
+    structural, inner = split_params(space, 2048)
+    ev = Evaluator(t, GEMM, space, objectives, Encoding.of(structural), tuple(q.name for q in inner))
+    with_floors, cells_only = FrontBounds(t, GEMM, objectives), FrontBounds(t, GEMM, objectives)
+    cells_only._floored = None
+    floored_out = 0
+    for key in itertools.product(*(q.choices for q in structural)):
+        fixed = dict(zip((q.name for q in structural), key, strict=True))
+        codes = ev.structure_codes(fixed)
+        n = len(codes[inner[0].name])
+        live = with_floors.live_points(fixed, front, codes)
+        by_cells = cells_only.live_points(fixed, front, codes)
+        live = np.ones(n, dtype=bool) if live is None else live
+        by_cells = np.ones(n, dtype=bool) if by_cells is None else by_cells
+        assert not (live & ~by_cells).any()  # the floors only add to what the cells leave out
+        out = by_cells & ~live
+        if out.any():
+            score = t.score_codes(GEMM, {k: np.asarray(v)[out] for k, v in codes.items()})
+            values = np.stack([np.asarray(score.objectives[o], dtype=np.float64) for o in objectives], axis=1)
+            assert dominated_rows(values, front).all()  # (infeasible rows: inf, counted as dominated)
+            floored_out += int(out.sum())
+    assert floored_out > 0
+
+
+def test_exact_point_floors_leave_out_exactly_the_dominated_points(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With floors that are each point's own values (here: priced), a visit keeps exactly the points of open cells
+    that the front does not dominate: the test uses each floor on its own objective, and the larger of it and
+    the cell's row."""
+    t = get_target("ascend-910b")
+    objectives = ("footprint", "latency")  # (latency second: the floors' columns follow `objectives`)
+
+    def exact(problem: Problem, codes: dict[str, np.ndarray], objs: tuple[str, ...]) -> dict[str, np.ndarray]:
+        score = t.score_codes(problem, codes)
+        return {o: np.asarray(score.objectives[o], dtype=np.float64) for o in objs}
+
+    monkeypatch.setattr(t, "point_floors", exact, raising=False)
+    s = SearchSettings(strategy="exhaustive", objectives=objectives, max_seconds=300)
+    front = np.array([[q.values[o] for o in objectives] for q in tune(CONV, t, s, validate=False).pareto])
+    front = front[::2]  # a front on its way: the points it lacks stay live (a point no worse than a front point is out)
+    assert len(front) >= 2
+    space = t.space(CONV)
+    structural, inner = split_params(space, 2048)
+    ev = Evaluator(t, CONV, space, objectives, Encoding.of(structural), tuple(q.name for q in inner))
+    with_floors, cells_only = FrontBounds(t, CONV, objectives), FrontBounds(t, CONV, objectives)
+    cells_only._floored = None
+    kept = 0
+    for key in itertools.product(*(q.choices for q in structural)):
+        fixed = dict(zip((q.name for q in structural), key, strict=True))
+        codes = ev.structure_codes(fixed)
+        n = len(codes[inner[0].name])
+        live = with_floors.live_points(fixed, front, codes)
+        by_cells = cells_only.live_points(fixed, front, codes)
+        live = np.ones(n, dtype=bool) if live is None else live
+        by_cells = np.ones(n, dtype=bool) if by_cells is None else by_cells
+        score = t.score_codes(CONV, codes)
+        values = np.stack([np.asarray(score.objectives[o], dtype=np.float64) for o in objectives], axis=1)
+        assert np.array_equal(live, by_cells & ~dominated_rows(values, front))
+        kept += int(live.sum())
+    assert kept > 0
+
+
+def test_rounds_with_exact_point_floors_give_the_enumerated_front(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rounds' use of the floors (`CellRounds._point_floored`) with floors that are the points' own values on
+    both objectives: points are left out, and the front is still the enumeration's."""
+    t = get_target("ascend-a5")
+
+    def exact(problem: Problem, codes: dict[str, np.ndarray], objs: tuple[str, ...]) -> dict[str, np.ndarray]:
+        score = t.score_codes(problem, codes)
+        return {o: np.asarray(score.objectives[o], dtype=np.float64) for o in objs}
+
+    monkeypatch.setattr(t, "point_floors", exact, raising=False)
+    for objectives in (("energy", "latency"), ("latency", "footprint")):
+        s = SearchSettings(strategy="bestfirst", objectives=objectives, max_seconds=300)
+        r = tune(CONV, t, s, validate=False)
+        full = tune(CONV, t, s.model_copy(update={"strategy": "exhaustive"}), validate=False)
+        assert r.proven_optimal and [q.values for q in r.pareto] == [q.values for q in full.pareto]
+        assert any("on their own floors" in n for n in r.notes)
