@@ -197,9 +197,20 @@ class FrontBounds:
     `cells` False: the structure's single vector only, as before the cells (for comparisons).
     """
 
-    def __init__(self, target: Target, problem: Problem, objectives: tuple[str, ...], *, cells: bool = True) -> None:
+    def __init__(
+        self,
+        target: Target,
+        problem: Problem,
+        objectives: tuple[str, ...],
+        *,
+        cells: bool = True,
+        latency: StructureBounds | None = None,
+    ) -> None:
         self.objectives = objectives
-        self.latency = StructureBounds(target, problem, "latency") if "latency" in objectives else None
+        if latency is not None and latency.objective != "latency":
+            raise ValueError(f"the latency bounds of a front are latency's, not {latency.objective!r}'s")
+        # `latency`: the search's own latency bounds, shared (the clock they learn costs a cost report)
+        self.latency = (latency or StructureBounds(target, problem, "latency")) if "latency" in objectives else None
         self.floor = np.array([objective_floor(problem, o) for o in objectives], dtype=np.float64)
         self._at = objectives.index("latency") if "latency" in objectives else -1
         self._problem = problem

@@ -91,10 +91,13 @@ def subspace_codes(space: SearchSpace, fixed: dict[str, int], inner: tuple[str, 
     inner_params = [p for p in space.params if p.name in inner]
     shape = tuple(len(p.choices) for p in inner_params)
     n = math.prod(shape)
-    digits = np.unravel_index(np.arange(n, dtype=np.intp), shape) if shape else ()
-    # each column contiguous: `unravel_index` gives strided views of one array, and a gather from a strided
-    # column (`np.take`, as the several-objective search does per structure) copies the whole column first
-    by_name = {p.name: np.ascontiguousarray(d, dtype=np.intp) for p, d in zip(inner_params, digits, strict=True)}
+    # each column contiguous (a gather from a strided column, as `np.unravel_index` gives, copies the whole column
+    # first), built by repeating and tiling each axis's codes: 10x faster than `np.unravel_index` of a range
+    # (0.8 ms against 8.5 ms for an Ascend structure's 162,000 points, timed once by hand outside `bench/`)
+    by_name = {
+        p.name: np.tile(np.repeat(np.arange(size, dtype=np.intp), math.prod(shape[i + 1 :])), math.prod(shape[:i]))
+        for i, (p, size) in enumerate(zip(inner_params, shape, strict=True))
+    }
     return {p.name: by_name[p.name] if p.name in by_name else np.full(n, fixed[p.name], np.intp) for p in space.params}
 
 

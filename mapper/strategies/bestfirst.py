@@ -153,7 +153,8 @@ class BestFirst(Strategy):
             structural, inner = split_params(space, inner_points)
         names = tuple(p.name for p in structural)
         bounds = StructureBounds(target, problem, objective)
-        front_bounds = FrontBounds(target, problem, settings.objectives) if by_cells else None
+        shared = bounds if objective == "latency" else None  # (one clock learnt, `StructureBounds.learn_clock`)
+        front_bounds = FrontBounds(target, problem, settings.objectives, latency=shared) if by_cells else None
         ev = Evaluator(
             target, problem, space, settings.objectives, Encoding.of(structural), tuple(p.name for p in inner),
             front_bounds=front_bounds,

@@ -303,12 +303,16 @@ def _grown(
     one of this front's points, the front only growing): it can be on no structure's contribution to the final
     front. `grow` False: `front` is the final front, taken as it is."""
     grown = front
+    # the points the front before the round strictly beats first (most of a round's, against a short front): they
+    # are strictly beaten by the grown front too, and cannot be on it, so only the others enter its sort
+    keep = np.ones(len(values), dtype=bool) if front is None or not len(front) else ~_strictly_dominated(values, front)
     if grow:
-        both = values if front is None else np.concatenate([front, values])
+        rest = values[keep]
+        both = rest if front is None else np.concatenate([front, rest])
         grown = both[pareto_front(both)] if np.isfinite(both).all(axis=1).any() else front
-    keep = np.zeros(len(values), dtype=bool)
-    if grown is not None and len(grown):
-        keep |= ~_strictly_dominated(values, grown)
+    if grown is not None and len(grown) and grown is not front:
+        sel = np.flatnonzero(keep)
+        keep[sel] = ~_strictly_dominated(values[sel], grown)
     keep[_firsts(owner)] = True
     fin = np.flatnonzero(np.isfinite(values[:, at]))
     keep[fin[_firsts(owner[fin])]] = True

@@ -234,3 +234,23 @@ def test_certify_counts_add_up_and_the_generic_bound_bounds_out_everything_at_th
     assert at_roofline.complete and at_roofline.pruned_by_bound == at_roofline.structures_total
     above = certify(space, bounds, structural, scored=set(), pruned=set(), best=2 * bounds.whole())
     assert above.unexplored == above.structures_total and above.gap_bound == pytest.approx(1.0)
+
+
+def test_a_front_shares_the_searchs_latency_bounds_and_their_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Best-first's front bounds take its latency bounds (one clock learnt, from one cost report, not two), and
+    refuse bounds of another objective."""
+    t = FakeMatmulTarget()
+    with pytest.raises(ValueError, match="latency"):
+        FrontBounds(t, P, ("latency", "offchip_bytes"), latency=StructureBounds(t, P, "offchip_bytes"))
+    learnt: list[int] = []  # the bounds objects that priced a report for their clock
+    learn = StructureBounds.learn_clock
+
+    def counted(self: StructureBounds, point: dict[str, Choice]) -> None:
+        if self._clock is None:
+            learnt.append(id(self))
+        learn(self, point)
+
+    monkeypatch.setattr(StructureBounds, "learn_clock", counted)
+    r = tune(P, t, SearchSettings(strategy="bestfirst", objectives=("latency", "offchip_bytes")), validate=False)
+    assert r.proven_optimal and len(r.pareto) >= 1
+    assert len(set(learnt)) == len(learnt) == 1

@@ -134,6 +134,9 @@ def test_subspace_codes_hold_the_fixed_choices_and_vary_the_inner_ones() -> None
     assert set(codes["tm"].tolist()) == {fixed["tm"]} and set(codes["stationary"].tolist()) == {fixed["stationary"]}
     pairs = set(zip(codes["tn"].tolist(), codes["tk"].tolist(), strict=True))
     assert len(pairs) == sizes["tn"] * sizes["tk"]  # every inner combination once
+    inner = [p.name for p in space.params if p.name in ("tn", "tk")]  # in C order over them, the space's order
+    expect = np.unravel_index(np.arange(len(codes["tm"])), tuple(sizes[n] for n in inner))
+    assert all(np.array_equal(codes[n], e) for n, e in zip(inner, expect, strict=True))
     # each column its own contiguous array (a gather from a strided view copies the whole column first)
     assert all(c.flags.c_contiguous for c in codes.values())
     assert all(c.flags.c_contiguous for c in chunk_codes(space, 3, 40).values())
