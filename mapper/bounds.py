@@ -62,6 +62,7 @@ from mapper.bound_hooks import (  # noqa: F401 (re-exported: the targets' option
     StructureFloored,
     StructureObjectiveFloors,
 )
+from mapper.enumerate import pareto_front
 from workload.problem import Problem
 
 
@@ -348,6 +349,24 @@ class FrontBounds:
                         rows[:, j] = np.maximum(rows[:, j], got[o])
                 points[sel] = ~dominated_rows(rows, front)
         return points
+
+    def staircase_points(self, fixed: dict[str, Choice], codes: dict[str, np.ndarray]) -> np.ndarray | None:
+        """Which points of the structure (`codes`) lie in its cells on the staircase of their rows: no other cell's
+        row is at most theirs on every objective (one cell per distinct row). Where a structure's best points are
+        likeliest: a visit with no front yet prices them first (`mapper.strategies.first_visit`). None when the
+        target does not place points in cells or has no cells for the structure."""
+        if self._placed is None or self._cells is None:
+            return None
+        rows = self._cells.structure_front_cells(self._problem, dict(fixed), self.objectives)
+        if rows is None:
+            return None
+        at = self._placed.structure_cell_of_points(self._problem, dict(fixed), codes, self.objectives)
+        if at is None:
+            return None
+        rows = np.maximum(rows, self.cheap(fixed))
+        stairs = np.zeros(len(rows), dtype=bool)
+        stairs[pareto_front(rows)] = True  # (rows with a non-finite entry hold no feasible point: never on it)
+        return stairs[at]
 
     @property
     def source(self) -> str:

@@ -37,6 +37,7 @@ from costmodels.protocol import BatchScore, Choice, SearchSpace, Target
 from mapper.bounds import FrontBounds, StructureBounds
 from mapper.enumerate import pareto_front, point_at, subspace_codes
 from mapper.strategies.encoding import CONSTRAINT_PREFIX, Encoding
+from mapper.strategies.first_visit import staircase_first
 from workload.problem import Problem
 
 #: points of an infeasible trial's sub-space checked one by one for the constraints they violate
@@ -361,6 +362,11 @@ class Evaluator:
                 return self._closed(fixed)
             codes, idx, left_out = got
             score = self._read_ahead(key, idx)
+        if score is None and self.front_values is None and self.front_bounds is not None:  # the staircase cells first
+            two_step = staircase_first(self.target, self.problem, self.front_bounds, fixed, codes)
+            if two_step is not None:
+                codes, more, score = two_step
+                left_out += more
         self.cells_left_out += left_out
         if score is None:
             score = self.target.score_codes(self.problem, codes)
