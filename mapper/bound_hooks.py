@@ -136,8 +136,10 @@ class FrontCellBlocks(Protocol):
     with ``inf``: a cell the structure does not have) or, when `front` is given, dominated by (or
     equal to) a point of `front` (within `RTOL`): the target may leave out the rows of cells the
     front dominates. With `live` (a mask over the structures, with `front`), only the live structures'
-    outcome is asked: the target may leave out the rows of the others. None: no cells for these names or
-    objectives.
+    outcome is asked: the target may leave out the rows of the others, and a live structure's rows need only
+    show whether it is live (one row the front does not dominate suffices: Trainium gives its first open case).
+    The rows of a pass without `live` are kept as floors of the live structures' points (`mapper.bounds.OpenRows`).
+    None: no cells for these names or objectives.
     """
 
     def structure_front_cell_blocks(

@@ -12,8 +12,12 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from costmodels.dominance import RTOL
 from costmodels.protocol import Param
+from mapper.bounds import OpenRows
 from mapper.strategies import front_pass
 from mapper.strategies.front_pass import LivePass
 
@@ -105,8 +109,21 @@ def test_no_pass_again_when_the_front_has_not_changed() -> None:
 
 def test_no_pass_again_when_too_few_structures_are_left(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(front_pass, "REPASS_PAYS", 1e9)  # visiting what is left always costs less than a pass
+    # without the rows the first pass left open (`OpenRows`), every live structure is visited
+    monkeypatch.setattr(front_pass.OpenRows, "out", lambda self, s, front: np.zeros(len(s), dtype=bool))
     visited, lp = _run(np.array([[0.5, 55.0]]))
     assert visited == list(range(N)) and lp.passes == 0 and lp.pruned == 0
+
+
+def test_live_structures_whose_open_rows_the_front_comes_to_dominate_are_left_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No pass again, but the rows the first pass left open: the front grown by the first visit dominates those of
+    structures 1-4, which are left out unvisited, as pruned."""
+    monkeypatch.setattr(front_pass, "REPASS_PAYS", 1e9)
+    visited, lp = _run(np.array([[0.5, 55.0]]))
+    assert visited == [0, 5, 6, 7, 8, 9] and lp.passes == 0
+    assert lp.rows_out == 4 and lp.pruned == 4 and "left out when the front came to dominate" in lp.note(True)
 
 
 def test_the_coming_live_structures_are_priced_ahead_a_few_at_a_time() -> None:
@@ -183,3 +200,27 @@ def test_seeds_are_visited_before_the_first_pass() -> None:
     order = ((key, float(flat[key[0]])) for key in ((i,) for i in range(N)))
     list(lp.visits(order))
     assert seen_at_pass == [7] and lp.seeded == 1  # 9 was seen already
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(1, 40),
+    structures=st.integers(1, 12),
+    m=st.integers(1, 6),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_open_rows_leave_out_a_structure_only_when_every_row_of_it_is_dominated(
+    n: int, structures: int, m: int, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    owner = rng.integers(0, structures, size=n)
+    rows = rng.integers(0, 6, size=(n, 2)).astype(np.float64)
+    cut = int(rng.integers(0, n + 1))  # two blocks, as a pass yields them
+    kept = OpenRows([(owner[:cut], rows[:cut]), (owner[cut:], rows[cut:])])
+    front = rng.integers(0, 6, size=(m, 2)).astype(np.float64)
+    asked = np.arange(structures + 2)  # (the last two have no row: never out)
+    got = kept.out(asked, front)
+    for s in asked.tolist():
+        mine = rows[owner == s]
+        expect = bool(len(mine)) and all(any(np.all(f <= r * (1 + RTOL)) for f in front) for r in mine)
+        assert got[s] == expect
