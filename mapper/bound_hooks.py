@@ -138,7 +138,8 @@ class FrontCellBlocks(Protocol):
     front dominates. With `live` (a mask over the structures, with `front`), only the live structures'
     outcome is asked: the target may leave out the rows of the others, and a live structure's rows need only
     show whether it is live (one row the front does not dominate suffices: Trainium gives its first open case).
-    The rows of a pass without `live` are kept as floors of the live structures' points (`mapper.bounds.OpenRows`).
+    The rows of a pass without `live` are kept as floors of the live structures' points
+    (`mapper.strategies.front_pass.OpenRows`).
     None: no cells for these names or objectives.
     """
 

@@ -145,7 +145,7 @@ def live_structures(
     front: np.ndarray,
     stop: Callable[[], bool] | None = None,
     open_floors: np.ndarray | None = None,
-    open_rows: list[tuple[np.ndarray, np.ndarray]] | None = None,
+    open_rows: Callable[[np.ndarray, np.ndarray], None] | None = None,
 ) -> np.ndarray | None:
     """Which of `total` structures have a cell that `front` does not dominate (`FrontCellBlocks`' blocks).
 
@@ -154,8 +154,8 @@ def live_structures(
     grows from it. None when `stop` says so between two blocks (the pass is abandoned). The pass ends
     early once every structure is live. `open_floors` (total x objectives, filled with inf by the caller):
     each structure's least row vector, objective by objective, over the cells the front leaves open (for
-    the visit order only: `mapper.strategies.front_pass`; it may be of lower precision). `open_rows` (a list):
-    each block's rows the front leaves open, appended with their structures' numbers (`OpenRows`).
+    the visit order only: `mapper.strategies.front_pass`; it may be of lower precision). `open_rows`: called with
+    each block's rows the front leaves open and their structures' numbers (`front_pass.OpenRows.add`).
     """
     live = np.zeros(total, dtype=bool)
     for first, rows in blocks:
@@ -167,47 +167,10 @@ def live_structures(
             at = first + np.flatnonzero(open_)  # (one row per structure in a block: no index twice)
             open_floors[at] = np.minimum(open_floors[at], rows[open_])
         if open_rows is not None and open_.any():
-            open_rows.append((first + np.flatnonzero(open_), np.array(rows[open_], dtype=np.float64)))
+            open_rows(first + np.flatnonzero(open_), rows[open_])
         if live.all() and open_floors is None and open_rows is None:  # the rest of the pass would not change that
             break
     return live
-
-
-class OpenRows:
-    """The cell rows a dominance pass left open (`live_structures`' ``open_rows``), structure by structure.
-
-    By `FrontCellBlocks`' contract each feasible point of a structure is no better than one of its cells' rows or
-    is dominated by the pass's front (a pass without ``live``: a later pass's rows need only tell which structures
-    are live, and are not kept); a row that front dominated is then dominated by every later front (it only
-    grows). So when a later front dominates every row the pass left open for a structure, each of its points is
-    dominated by (or has the values of) a front point: it can be left out without its cells being priced again
-    (`out`). `blocks`: the ``(structures, rows)`` pairs collected; None when there are more than `limit` rows.
-    """
-
-    def __init__(self, blocks: list[tuple[np.ndarray, np.ndarray]], limit: int = 1 << 22) -> None:
-        self.ok = sum(len(a) for a, _ in blocks) <= limit and bool(blocks)
-        if not self.ok:
-            return
-        at = np.concatenate([a for a, _ in blocks])
-        order = np.argsort(at, kind="stable")
-        self.at, self.rows = at[order], np.concatenate([r for _, r in blocks])[order]
-
-    def out(self, structures: np.ndarray, front: np.ndarray | None) -> np.ndarray:
-        """Which of `structures` (numbers) `front` now dominates on every row the pass left open for them (a
-        structure with no such row: False, it was not live)."""
-        if not self.ok or front is None or not len(front) or not len(structures):
-            return np.zeros(len(structures), dtype=bool)
-        lo = np.searchsorted(self.at, structures, side="left")
-        hi = np.searchsorted(self.at, structures, side="right")
-        has = hi > lo
-        if not has.any():
-            return np.zeros(len(structures), dtype=bool)
-        idx = np.concatenate([np.arange(a, b) for a, b in zip(lo[has].tolist(), hi[has].tolist(), strict=True)])
-        dominated = dominated_rows(self.rows[idx], front)
-        starts = np.concatenate(([0], np.cumsum((hi - lo)[has])[:-1]))
-        out = np.zeros(len(structures), dtype=bool)
-        out[has] = np.logical_and.reduceat(dominated, starts)
-        return out
 
 
 #: structures whose cells `FrontBounds` keeps (the look-ahead of `mapper.strategies.front_pass.AHEAD` and more)

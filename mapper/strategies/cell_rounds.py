@@ -305,8 +305,8 @@ def _grown(
     grown = front
     # the points the front before the round strictly beats first (most of a round's, against a short front): they
     # are strictly beaten by the grown front too, and cannot be on it, so only the others enter its sort
-    empty = front is None or not len(front)
-    keep = np.isfinite(values).all(axis=1) if empty else ~_strictly_dominated(values, front)  # (not finite: beaten)
+    old = front if front is not None and len(front) else None
+    keep = np.isfinite(values).all(axis=1) if old is None else ~_strictly_dominated(values, old)  # (inf: beaten)
     if grow:
         rest = values[keep]
         both = rest if front is None else np.concatenate([front, rest])

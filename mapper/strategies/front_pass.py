@@ -19,7 +19,7 @@ equal in value to, a front point, and the front only grows, so it can be left ou
 pruned by bound. The live structures are then visited as before (each checked again against the grown
 front by its own cells), so the front is the exact front over the space when they are done. Before a live
 structure's cells are priced again (its visit, or the look-ahead's pricing), the rows the first pass left open
-for it are tested against the grown front (`mapper.bounds.OpenRows`): when the front dominates them all, it is
+for it are tested against the grown front (`OpenRows`): when the front dominates them all, it is
 left out unpriced (Llama-7B decode mlp.gate_proj on trn2 with latency + energy: 2,427 of the 2,551 structures
 the pass left live; 3.5 s to 2.2 s, once by hand outside `bench/`).
 """
@@ -31,8 +31,9 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from costmodels.dominance import dominated_rows
 from costmodels.protocol import Choice, Param, Target
-from mapper.bounds import RTOL, OpenRows, StructureObjectiveFloors, live_structures
+from mapper.bounds import RTOL, StructureObjectiveFloors, live_structures
 from mapper.strategies.objective import Evaluator
 from workload.problem import Problem
 
@@ -122,6 +123,60 @@ def seed_structures(flat: np.ndarray, floors: list[np.ndarray], count: int = SEE
     return np.unique(np.concatenate(picked)) if picked else np.zeros(0, dtype=np.intp)
 
 
+class OpenRows:
+    """The cell rows a dominance pass left open (`mapper.bounds.live_structures`' ``open_rows``), by structure.
+
+    By `FrontCellBlocks`' contract each feasible point of a structure is no better than one of its cells' rows or
+    is dominated by the pass's front (a pass without ``live``: a later pass's rows need only tell which structures
+    are live, and are not kept); a row that front dominated is then dominated by every later front (it only
+    grows). So when a later front dominates every row the pass left open for a structure, each of its points is
+    dominated by (or has the values of) a front point: it can be left out without its cells being priced again
+    (`out`). Rows are kept up to `limit` (beyond, none are: a pass that leaves that many open leaves the later
+    passes to cut the live structures down, and `out` says False).
+    """
+
+    def __init__(self, limit: int = 1 << 22) -> None:
+        self.limit, self.count = limit, 0
+        self._blocks: list[tuple[np.ndarray, np.ndarray]] | None = []
+        self.at, self.rows = np.zeros(0, dtype=np.intp), np.zeros((0, 0))
+
+    def add(self, structures: np.ndarray, rows: np.ndarray) -> None:
+        """A block's open rows (one per structure of `structures`), while no more than `limit` are kept."""
+        if self._blocks is None:
+            return
+        self.count += len(structures)
+        if self.count > self.limit:
+            self._blocks = None  # (too many: none kept)
+            return
+        self._blocks.append((np.asarray(structures, dtype=np.intp), np.array(rows, dtype=np.float64)))
+
+    def close(self) -> OpenRows:
+        """The rows added, indexed by structure (after the pass)."""
+        if self._blocks:
+            at = np.concatenate([a for a, _ in self._blocks])
+            order = np.argsort(at, kind="stable")
+            self.at, self.rows = at[order], np.concatenate([r for _, r in self._blocks])[order]
+        self._blocks = None
+        return self
+
+    def out(self, structures: np.ndarray, front: np.ndarray | None) -> np.ndarray:
+        """Which of `structures` (numbers) `front` now dominates on every row the pass left open for them (a
+        structure with no such row: False, it was not live, or the rows were not kept)."""
+        out = np.zeros(len(structures), dtype=bool)
+        if not self.at.size or front is None or not len(front) or not len(structures):
+            return out
+        lo = np.searchsorted(self.at, structures, side="left")
+        hi = np.searchsorted(self.at, structures, side="right")
+        has = hi > lo
+        if not has.any():
+            return out
+        idx = np.concatenate([np.arange(a, b) for a, b in zip(lo[has].tolist(), hi[has].tolist(), strict=True)])
+        dominated = dominated_rows(self.rows[idx], front)
+        starts = np.concatenate(([0], np.cumsum((hi - lo)[has])[:-1]))
+        out[has] = np.logical_and.reduceat(dominated, starts)
+        return out
+
+
 class LivePass:
     """The visits of `bulk_visits` order, cut to the live structures once the best latency is proven.
 
@@ -152,7 +207,7 @@ class LivePass:
         self.live: int | None = None
         self.passes, self.later = 0, 0  # passes after the first, and the structures they left out
         # the cell rows the last pass left open, and the live structures left out on them as the front grew
-        self.open_rows = OpenRows([])
+        self.open_rows = OpenRows().close()
         self.rows_out = 0
 
     def note(self, several: bool) -> str:
@@ -211,10 +266,9 @@ class LivePass:
         t0 = time.perf_counter()
         blocks = self.blocks(front, None)
         lows = np.full((self.flat.size, front.shape[1]), np.inf, dtype=np.float32) if OPEN_SEEDS else None
-        kept: list[tuple[np.ndarray, np.ndarray]] = []  # the rows the pass leaves open (`OpenRows`)
-        live = None if blocks is None else live_structures(blocks, self.flat.size, front, self.stop, lows, kept)
-        self.open_rows = OpenRows(kept)
-        del kept
+        kept = OpenRows()  # the rows the pass leaves open
+        live = None if blocks is None else live_structures(blocks, self.flat.size, front, self.stop, lows, kept.add)
+        self.open_rows = kept.close()
         self.seconds = time.perf_counter() - t0
         if live is None:  # no cells, or cut by the budget: the plain order goes on
             yield key, bound

@@ -17,9 +17,8 @@ from hypothesis import strategies as st
 
 from costmodels.dominance import RTOL
 from costmodels.protocol import Param
-from mapper.bounds import OpenRows
 from mapper.strategies import front_pass
-from mapper.strategies.front_pass import LivePass
+from mapper.strategies.front_pass import LivePass, OpenRows
 
 N = 10
 #: structure i: latency bound i + 1, one cell (latency i + 1, bytes 100 - 10 i)
@@ -216,7 +215,10 @@ def test_open_rows_leave_out_a_structure_only_when_every_row_of_it_is_dominated(
     owner = rng.integers(0, structures, size=n)
     rows = rng.integers(0, 6, size=(n, 2)).astype(np.float64)
     cut = int(rng.integers(0, n + 1))  # two blocks, as a pass yields them
-    kept = OpenRows([(owner[:cut], rows[:cut]), (owner[cut:], rows[cut:])])
+    kept = OpenRows()
+    kept.add(owner[:cut], rows[:cut])
+    kept.add(owner[cut:], rows[cut:])
+    kept.close()
     front = rng.integers(0, 6, size=(m, 2)).astype(np.float64)
     asked = np.arange(structures + 2)  # (the last two have no row: never out)
     got = kept.out(asked, front)
@@ -224,3 +226,14 @@ def test_open_rows_leave_out_a_structure_only_when_every_row_of_it_is_dominated(
         mine = rows[owner == s]
         expect = bool(len(mine)) and all(any(np.all(f <= r * (1 + RTOL)) for f in front) for r in mine)
         assert got[s] == expect
+
+
+def test_open_rows_beyond_the_limit_keep_none() -> None:
+    kept = OpenRows(limit=3)
+    kept.add(np.array([0, 1]), np.array([[1.0, 1.0], [2.0, 2.0]]))
+    kept.add(np.array([2, 3]), np.array([[3.0, 3.0], [4.0, 4.0]]))  # 4 rows > 3: none kept
+    kept.close()
+    assert not kept.out(np.arange(4), np.array([[0.0, 0.0]])).any()
+    within = OpenRows(limit=4)
+    within.add(np.array([0, 1, 2, 3]), np.array([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0], [4.0, 4.0]]))
+    assert within.close().out(np.arange(4), np.array([[0.0, 0.0]])).all()
