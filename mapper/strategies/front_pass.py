@@ -135,7 +135,7 @@ class OpenRows:
     passes to cut the live structures down, and `out` says False).
     """
 
-    def __init__(self, limit: int = 1 << 22) -> None:
+    def __init__(self, limit: int = 1 << 20) -> None:
         self.limit, self.count = limit, 0
         self._blocks: list[tuple[np.ndarray, np.ndarray]] | None = []
         self.at, self.rows = np.zeros(0, dtype=np.intp), np.zeros((0, 0))
