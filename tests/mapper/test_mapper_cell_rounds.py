@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -164,20 +165,8 @@ def test_points_left_out_on_their_own_floors_are_dominated() -> None:
     objectives = ("latency", "footprint")
     s = SearchSettings(strategy="exhaustive", objectives=objectives, max_seconds=300)
     front = np.array([[q.values[o] for o in objectives] for q in tune(GEMM, t, s, validate=False).pareto])
-    space = t.space(GEMM)
-    structural, inner = split_params(space, 2048)
-    ev = Evaluator(t, GEMM, space, objectives, Encoding.of(structural), tuple(q.name for q in inner))
-    with_floors, cells_only = FrontBounds(t, GEMM, objectives), FrontBounds(t, GEMM, objectives)
-    cells_only._floored = None
     floored_out = 0
-    for key in itertools.product(*(q.choices for q in structural)):
-        fixed = dict(zip((q.name for q in structural), key, strict=True))
-        codes = ev.structure_codes(fixed)
-        n = len(codes[inner[0].name])
-        live = with_floors.live_points(fixed, front, codes)
-        by_cells = cells_only.live_points(fixed, front, codes)
-        live = np.ones(n, dtype=bool) if live is None else live
-        by_cells = np.ones(n, dtype=bool) if by_cells is None else by_cells
+    for codes, live, by_cells in _visit_masks(t, GEMM, objectives, front):
         assert not (live & ~by_cells).any()  # the floors only add to what the cells leave out
         out = by_cells & ~live
         if out.any():
@@ -195,29 +184,13 @@ def test_exact_point_floors_leave_out_exactly_the_dominated_points(monkeypatch: 
     t = get_target("ascend-910b")
     objectives = ("footprint", "latency")  # (latency second: the floors' columns follow `objectives`)
 
-    def exact(problem: Problem, codes: dict[str, np.ndarray], objs: tuple[str, ...]) -> dict[str, np.ndarray]:
-        score = t.score_codes(problem, codes)
-        return {o: np.asarray(score.objectives[o], dtype=np.float64) for o in objs}
-
-    monkeypatch.setattr(t, "point_floors", exact, raising=False)
+    monkeypatch.setattr(t, "point_floors", _priced_floors(t), raising=False)
     s = SearchSettings(strategy="exhaustive", objectives=objectives, max_seconds=300)
     front = np.array([[q.values[o] for o in objectives] for q in tune(CONV, t, s, validate=False).pareto])
     front = front[::2]  # a front on its way: the points it lacks stay live (a point no worse than a front point is out)
     assert len(front) >= 2
-    space = t.space(CONV)
-    structural, inner = split_params(space, 2048)
-    ev = Evaluator(t, CONV, space, objectives, Encoding.of(structural), tuple(q.name for q in inner))
-    with_floors, cells_only = FrontBounds(t, CONV, objectives), FrontBounds(t, CONV, objectives)
-    cells_only._floored = None
     kept = 0
-    for key in itertools.product(*(q.choices for q in structural)):
-        fixed = dict(zip((q.name for q in structural), key, strict=True))
-        codes = ev.structure_codes(fixed)
-        n = len(codes[inner[0].name])
-        live = with_floors.live_points(fixed, front, codes)
-        by_cells = cells_only.live_points(fixed, front, codes)
-        live = np.ones(n, dtype=bool) if live is None else live
-        by_cells = np.ones(n, dtype=bool) if by_cells is None else by_cells
+    for codes, live, by_cells in _visit_masks(t, CONV, objectives, front):
         score = t.score_codes(CONV, codes)
         values = np.stack([np.asarray(score.objectives[o], dtype=np.float64) for o in objectives], axis=1)
         assert np.array_equal(live, by_cells & ~dominated_rows(values, front))
@@ -229,15 +202,43 @@ def test_rounds_with_exact_point_floors_give_the_enumerated_front(monkeypatch: p
     """The rounds' use of the floors (`CellRounds._point_floored`) with floors that are the points' own values on
     both objectives: points are left out, and the front is still the enumeration's."""
     t = get_target("ascend-a5")
-
-    def exact(problem: Problem, codes: dict[str, np.ndarray], objs: tuple[str, ...]) -> dict[str, np.ndarray]:
-        score = t.score_codes(problem, codes)
-        return {o: np.asarray(score.objectives[o], dtype=np.float64) for o in objs}
-
-    monkeypatch.setattr(t, "point_floors", exact, raising=False)
+    monkeypatch.setattr(t, "point_floors", _priced_floors(t), raising=False)
     for objectives in (("energy", "latency"), ("latency", "footprint")):
         s = SearchSettings(strategy="bestfirst", objectives=objectives, max_seconds=300)
         r = tune(CONV, t, s, validate=False)
         full = tune(CONV, t, s.model_copy(update={"strategy": "exhaustive"}), validate=False)
         assert r.proven_optimal and [q.values for q in r.pareto] == [q.values for q in full.pareto]
         assert any("on their own floors" in n for n in r.notes)
+
+
+def _visit_masks(
+    t: object, problem: Problem, objectives: tuple[str, ...], front: np.ndarray
+) -> Iterator[tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]]:
+    """Each structure's code columns, the points a visit keeps with the target's point floors, and with its cells
+    alone (`FrontBounds.live_points`)."""
+    space = t.space(problem)  # type: ignore[attr-defined]
+    structural, inner = split_params(space, 2048)
+    ev = Evaluator(t, problem, space, objectives, Encoding.of(structural), tuple(q.name for q in inner))  # type: ignore[arg-type]
+    with_floors, cells_only = FrontBounds(t, problem, objectives), FrontBounds(t, problem, objectives)  # type: ignore[arg-type]
+    cells_only._floored = None
+    for key in itertools.product(*(q.choices for q in structural)):
+        fixed = dict(zip((q.name for q in structural), key, strict=True))
+        codes = ev.structure_codes(fixed)
+        n = len(codes[inner[0].name])
+        live = with_floors.live_points(fixed, front, codes)
+        by_cells = cells_only.live_points(fixed, front, codes)
+        yield (
+            codes,
+            np.ones(n, dtype=bool) if live is None else live,
+            np.ones(n, dtype=bool) if by_cells is None else by_cells,
+        )
+
+
+def _priced_floors(t: object) -> object:
+    """Point floors that are the points' own values, priced (a stand-in for `point_floors` in the tests)."""
+
+    def exact(problem: Problem, codes: dict[str, np.ndarray], objs: tuple[str, ...]) -> dict[str, np.ndarray]:
+        score = t.score_codes(problem, codes)  # type: ignore[attr-defined]
+        return {o: np.asarray(score.objectives[o], dtype=np.float64) for o in objs}
+
+    return exact
