@@ -62,7 +62,7 @@ from mapper.bound_hooks import (  # noqa: F401 (re-exported: the targets' option
     StructureFloored,
     StructureObjectiveFloors,
 )
-from mapper.enumerate import pareto_front
+from mapper.pareto import pareto_front
 from workload.problem import Problem
 
 
@@ -131,6 +131,15 @@ def objective_floor(problem: Problem, objective: str) -> float:
     """
     floor = _PROBLEM_FLOORS.get(objective)
     return floor(problem) if floor is not None else 0.0
+
+
+def with_point_floors(rows: np.ndarray, floors: dict[str, np.ndarray], objectives: tuple[str, ...]) -> np.ndarray:
+    """Each point's cell row (points x `objectives`) raised, in place, to the target's own floors of the point on the
+    objectives it floors (`PointFloored`): both bound the point, so the larger does."""
+    for j, o in enumerate(objectives):
+        if o in floors:
+            rows[:, j] = np.maximum(rows[:, j], floors[o])
+    return rows
 
 
 def bounded_by_cells(objectives: tuple[str, ...], target: Target) -> bool:
@@ -347,10 +356,7 @@ class FrontBounds:
             sel = np.flatnonzero(points)
             got = self._floored.point_floors(self._problem, {n: c[sel] for n, c in codes.items()}, self.objectives)
             if got:
-                rows = np.maximum(cells.rows[at[sel]], self.cheap(fixed))
-                for j, o in enumerate(self.objectives):
-                    if o in got:
-                        rows[:, j] = np.maximum(rows[:, j], got[o])
+                rows = with_point_floors(np.maximum(cells.rows[at[sel]], self.cheap(fixed)), got, self.objectives)
                 points[sel] = ~dominated_rows(rows, front)
         return points
 

@@ -156,9 +156,6 @@ class Prepared:
         """The footprint of every point of a binary problem's space but for the core grid, on which it does not
         depend (`cube_grid.CubeTable`), over the other parameters' choices in the space's order, whether the point
         is feasible or not: ``(fa + fb) x h + acc_m x acc_n``, `cost.cube_scores`' terms in its order."""
-        kept = self.table
-        if isinstance(kept, CubeTable):
-            return kept.footprint.reshape(self.shape[:-1])
         f = grid_fields(self.tables, [0] * len(self.shape), [n - 1 for n in self.shape], CUBE_ORDER)
         foot = (f["fa"] + f["fb"]) * f["h"] + f["acc_m"] * f["acc_n"]  # over `CUBE_ORDER` axes, the grid's of size 1
         foot = np.transpose(foot, [CUBE_ORDER.index(d) for d in range(len(CUBE_ORDER))])[..., 0]

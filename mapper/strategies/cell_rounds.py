@@ -47,8 +47,9 @@ import numpy as np
 
 from costmodels.dominance import dominated_rows
 from costmodels.protocol import BatchScore, Choice, Param, Target
-from mapper.bounds import CellOfPoints, FrontBounds, FrontCellTable, PointFloored
-from mapper.enumerate import pareto_front
+from mapper.bounds import CellOfPoints, FrontBounds, FrontCellTable, PointFloored, with_point_floors
+from mapper.enumerate import scored_values
+from mapper.pareto import pareto_front
 from mapper.settings import StopReason
 from mapper.strategies.objective import Evaluator, Outcome
 from mapper.watch import Watch
@@ -199,8 +200,7 @@ class CellRounds:
             if idx.size:
                 score = ev.target.score_codes(ev.problem, codes)
                 feasible = np.asarray(score.feasible, dtype=bool)
-                values = np.stack([np.asarray(score.objectives[o], dtype=np.float64) for o in ev.objectives], axis=1)
-                values[~feasible] = np.inf
+                values = scored_values(score, ev.objectives)
                 front, keep = _grown(front, values, owner, self.at)
                 kept.append((owner[keep], idx[keep], feasible[keep], values[keep]))
                 priced += np.bincount(owner, minlength=priced.size)
@@ -270,11 +270,7 @@ class CellRounds:
         got = self.point_floors(self.ev.problem, codes, self.ev.objectives)
         if not got:
             return None
-        rows = self.rows[cell]
-        for j, o in enumerate(self.ev.objectives):
-            if o in got:
-                rows[:, j] = np.maximum(rows[:, j], got[o])
-        cut = ~dominated_rows(rows, front)
+        cut = ~dominated_rows(with_point_floors(self.rows[cell], got, self.ev.objectives), front)
         self.floored_out += int(cut.size - np.count_nonzero(cut))
         return cut
 

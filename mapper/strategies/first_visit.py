@@ -14,7 +14,8 @@ import numpy as np
 
 from costmodels.protocol import BatchScore, Choice, Target
 from mapper.bounds import FrontBounds
-from mapper.enumerate import pareto_front
+from mapper.enumerate import scored_values
+from mapper.pareto import pareto_front
 from workload.problem import Problem
 
 
@@ -33,8 +34,7 @@ def staircase_first(
     objectives = front_bounds.objectives
     sel = np.flatnonzero(first)
     seed_score = target.score_codes(problem, {k: np.asarray(v)[sel] for k, v in codes.items()})
-    values = np.stack([np.asarray(seed_score.objectives[o], dtype=np.float64) for o in objectives], axis=1)
-    values[~np.asarray(seed_score.feasible, dtype=bool)] = np.inf
+    values = scored_values(seed_score, objectives)
     ok = np.flatnonzero(np.isfinite(values).all(axis=1))
     live = None if not ok.size else front_bounds.live_points(fixed, values[ok][pareto_front(values[ok])], codes)
     rest = np.flatnonzero(~first if live is None else live & ~first)

@@ -313,17 +313,20 @@ class LivePass:
         live structure is visited or left out."""
         last, spent, visits, ahead = time.perf_counter(), self.seconds, 0, 0
         names = [p.name for p in self.structural]
+        checked = None  # the front the coming structures' open rows were last tested against (`_rows_out`)
         for pos, i in enumerate(ordered.tolist()):
             if not live[i]:
                 continue
-            if self._rows_out(ordered[pos : pos + 1], live):  # the front grew over every row the pass left open
-                continue
             if pos >= ahead:  # the next live structures' points priced together (`Evaluator.score_ahead`)
                 window = ordered[pos : pos + AHEAD]
-                self._rows_out(window, live)  # (not `pos`: checked above)
+                checked = self.ev.front_values
+                if self._rows_out(window, live):  # the front grew over every row the pass left open for this one
+                    continue
                 at = np.flatnonzero(live[window])  # (at[0] == 0: this structure)
                 took = self.ev.score_ahead([dict(zip(names, self.key(int(j)), strict=True)) for j in window[at]])
                 ahead = pos + (int(at[took - 1]) + 1 if took else 1)
+            elif self.ev.front_values is not checked and self._rows_out(ordered[pos : pos + 1], live):
+                continue  # (the front changed since the window's test)
             yield self.key(i), float(self.flat[i])
             visits += 1
             grown = self.ev.front_values

@@ -35,7 +35,8 @@ import optuna
 
 from costmodels.protocol import BatchScore, Choice, SearchSpace, Target
 from mapper.bounds import FrontBounds, StructureBounds
-from mapper.enumerate import pareto_front, point_at, subspace_codes
+from mapper.enumerate import point_at, scored_values, subspace_codes
+from mapper.pareto import pareto_front
 from mapper.strategies.encoding import CONSTRAINT_PREFIX, Encoding
 from mapper.strategies.first_visit import staircase_first
 from workload.problem import Problem
@@ -394,8 +395,7 @@ class Evaluator:
             }
             pairs = tuple(found.items()) or (("infeasible", "the scorer rejected every point"),)
             return Outcome(None, None, pairs)
-        vals = np.stack([np.asarray(score.objectives[o], dtype=np.float64) for o in self.objectives], axis=1)
-        vals[~feas] = np.inf
+        vals = scored_values(score, self.objectives)
         if len(self.objectives) > 1:  # the sub-space's exact front, one point per distinct value (the earliest)
             idx = pareto_front(vals)
             if idx.size == 0:

@@ -12,7 +12,7 @@ import pytest
 
 from costmodels.registry import get_target
 from mapper.bounds import RTOL, StructureBounds
-from mapper.enumerate import pareto_front
+from mapper.pareto import pareto_front
 from mapper.settings import SearchSettings
 from mapper.strategies import BestFirst, Enumeration, split_params, strategy_for
 from mapper.strategies.bestfirst import bulk_params

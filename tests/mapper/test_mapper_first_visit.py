@@ -14,7 +14,7 @@ import pytest
 from costmodels.dominance import dominated_rows
 from costmodels.registry import get_target
 from mapper.bounds import FrontBounds
-from mapper.enumerate import pareto_front
+from mapper.pareto import pareto_front
 from mapper.strategies.encoding import Encoding, split_params
 from mapper.strategies.first_visit import staircase_first
 from mapper.strategies.objective import Evaluator

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from costmodels.registry import get_target
-from mapper.enumerate import pareto_front, pareto_mask
+from mapper.pareto import pareto_front, pareto_mask
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from tests.mapper.fake_target import FakeMatmulTarget, matmul

@@ -14,7 +14,8 @@ import pytest
 
 from costmodels.choice_codes import SpaceCoder
 from costmodels.protocol import BatchScore
-from mapper.enumerate import ChunkPlan, chunk_codes, enumerate_space, pareto_mask, product_codes, subspace_codes
+from mapper.enumerate import ChunkPlan, chunk_codes, enumerate_space, product_codes, subspace_codes
+from mapper.pareto import pareto_mask
 from mapper.result import TuneResult
 from mapper.search import tune
 from mapper.settings import SearchSettings

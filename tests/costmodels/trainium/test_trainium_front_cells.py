@@ -143,7 +143,7 @@ def test_the_cells_of_every_structure_are_the_cells_of_each_alone() -> None:
 def test_a_front_given_to_the_blocks_leaves_the_same_structures_live(seed: int) -> None:
     """With a front, `cell_blocks` bounds each (tile_stat, tile_mov) over every tile_k first and prices tile by
     tile only the tile_stat choices a group of which the front leaves open: the live structures are the same."""
-    from mapper.enumerate import pareto_front
+    from mapper.pareto import pareto_front
 
     rng = random.Random(200 + seed)
     p, t = random_problem(rng), every_tile_target(rng.choice(["trn1", "trn2"]))
@@ -321,7 +321,7 @@ def test_with_footprint_a_front_given_to_the_blocks_leaves_out_only_structures_w
     """With footprint, `cell_blocks` bounds its (tile_stat, tile_mov) groups by the loop-order cases: on a
     decode-shaped GEMM it leaves live fewer structures than the plain pass and none the plain pass leaves
     out, and every point of a structure it leaves out besides is dominated by (or equal to) a front point."""
-    from mapper.enumerate import pareto_front
+    from mapper.pareto import pareto_front
 
     p = einsum("bk,kn->bn", {"b": 1, "k": 2048, "n": 4096}, dtype="bf16", weight=1)
     t = every_tile_target("trn1")
@@ -350,7 +350,7 @@ def test_with_footprint_a_later_pass_prices_the_live_structures_case_by_case() -
     cases (`front_cells._live_cases`): a structure comes out live exactly when one of its own cells
     (`structure_front_cells`, a split's cases) is not dominated by the front, which leaves out structures the
     pass without `live` kept; a structure outside `live` comes out not live (its outcome is not asked)."""
-    from mapper.enumerate import pareto_front
+    from mapper.pareto import pareto_front
 
     p = einsum("bk,kn->bn", {"b": 1, "k": 2048, "n": 4096}, dtype="bf16", weight=1)
     t = every_tile_target("trn1")

@@ -23,7 +23,7 @@ from costmodels.trainium.bounds import TILE_PARAMS, split_cells
 from costmodels.trainium.front_cells import CaseYield
 from costmodels.trainium.target import TrainiumTarget
 from mapper.bounds import RTOL, dominated_rows, live_structures
-from mapper.enumerate import pareto_front
+from mapper.pareto import pareto_front
 from tests.costmodels.trainium.tile_structures import (
     every_tile_target,
     random_problem,
