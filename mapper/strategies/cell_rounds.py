@@ -41,11 +41,13 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 from collections.abc import Callable, Collection
+from typing import NamedTuple
 
 import numpy as np
 
-from costmodels.dominance import dominated_rows
+from costmodels.dominance import dominated_columns, dominated_rows, finite_rows
 from costmodels.protocol import BatchScore, Choice, Param, Target
 from mapper.bounds import CellOfPoints, FrontBounds, FrontCellTable, PointFloored, with_point_floors
 from mapper.enumerate import scored_values
@@ -81,15 +83,12 @@ class CellRounds:
     ) -> None:
         self.ev, self.structural = ev, structural
         self.shape = tuple(len(p.choices) for p in structural)
-        lifted = np.maximum(np.asarray(table, dtype=np.float64), front_bounds.whole())
-        self.cells_per = lifted.shape[1]
-        self.rows = lifted.reshape(-1, lifted.shape[2])  # (structure x cell, objectives)
-        self.open = np.isfinite(self.rows).all(axis=1)  # not yet priced nor dominated
-        self.priced = np.zeros(self.rows.shape[0], dtype=bool)  # the cells whose points were priced
+        self.cells_per = np.shape(table)[1]
+        # each objective's column over structure x cell lifted to the whole space's bound, the cells open (not yet
+        # priced nor dominated), every structure's points by cell and where each cell's run starts (`_lifted`)
+        self.columns, self.open, self.by_cell, self.starts = _lifted(table, front_bounds.whole(), cell_of)
+        self.priced = np.zeros(self.open.size, dtype=bool)  # the cells whose points were priced
         self.at = ev.objectives.index("latency") if "latency" in ev.objectives else 0
-        # every structure's points by cell (the same for each: `of`), and where each cell's run starts
-        self.by_cell = np.argsort(cell_of, kind="stable")  # ascending point numbers within a cell
-        self.starts = np.searchsorted(cell_of[self.by_cell], np.arange(self.cells_per + 1))
         # every structure's inner code columns (the same pattern, `Evaluator.structure_codes`) and their names
         self.pattern = ev.structure_codes(self.fixed(0))
         self.inner = [p.name for p in ev.space.params if p.name in ev.inner]
@@ -99,7 +98,7 @@ class CellRounds:
         self.point_floors = ev.target.point_floors if isinstance(ev.target, PointFloored) else None
         self.seconds = 0.0
         # structures visited before the rounds (settled already): their cells are closed, as priced
-        self.visited = np.zeros(self.rows.shape[0] // self.cells_per, dtype=bool)
+        self.visited = np.zeros(self.open.size // self.cells_per, dtype=bool)
         for key in visited:
             codes = [p.choices.index(v) for p, v in zip(structural, key, strict=True)]
             self.visited[int(np.ravel_multi_index(codes, self.shape))] = True
@@ -132,9 +131,13 @@ class CellRounds:
             return None
         return CellRounds(ev, structural, front_bounds, table, np.asarray(first), visited)
 
+    def rows(self, cells: np.ndarray) -> np.ndarray:
+        """The rows (cells x objectives) of these cells (numbers over structure x cell)."""
+        return np.stack([c[cells] for c in self.columns], axis=1)
+
     @property
     def total_cells(self) -> int:
-        return int(self.rows.shape[0])
+        return int(self.open.size)
 
     def reporter(self, watch: Watch) -> Callable[[int], None]:
         """Progress through `watch`: cells priced or dominated, of every cell."""
@@ -146,14 +149,17 @@ class CellRounds:
 
     def _pick(self, front: np.ndarray | None) -> np.ndarray:
         """The next round's cells (numbers over structure x cell), after closing those `front` dominates."""
+        has_front = front is not None and len(front) > 0
+        if has_front and not self.rounds:  # most cells open: tested in place, without gathering their rows
+            self.open &= ~dominated_columns(self.columns[0], self.columns[1], front)  # (two objectives: `of`)
         cand = np.flatnonzero(self.open)
-        if front is not None and len(front) and cand.size:
-            out = dominated_rows(self.rows[cand], front)
+        if has_front and self.rounds and cand.size:
+            out = dominated_columns(self.columns[0][cand], self.columns[1][cand], front)
             self.open[cand[out]] = False
             cand = cand[~out]
         if not cand.size:
             return cand
-        rows = self.rows[cand]
+        rows = self.rows(cand)
         first = np.zeros(cand.size, dtype=bool)
         first[pareto_front(rows)] = True  # the staircase first, then by latency floor
         order = np.lexsort((rows[:, self.at], ~first))
@@ -175,7 +181,7 @@ class CellRounds:
         names = [p.name for p in self.structural]
         # what is kept of each round's points: their structure, number in its sub-space, feasibility, values
         kept: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        priced = np.zeros(self.rows.shape[0] // per, dtype=np.int64)  # points priced per structure
+        priced = np.zeros(self.open.size // per, dtype=np.int64)  # points priced per structure
         front = self.ev.front_values  # the visited structures' (`of`)
         reason: StopReason | None = None
         t0 = time.perf_counter()
@@ -229,6 +235,9 @@ class CellRounds:
         order = np.lexsort((idx, owner))
         owner, idx, feasible, values = owner[order], idx[order], feasible[order], values[order]
         runs = np.searchsorted(owner, np.arange(left.size + 1))
+        on = _fronts_by_owner(owner, values)  # each structure's own front, in its order (`Evaluator.priced`'s)
+        on_runs = np.searchsorted(owner[on], np.arange(left.size + 1))
+        on_values = values[on].tolist()
         pattern = self.pattern
         choices = {p.name: p.choices for p in ev.space.params}
         scored, pruned = [], []
@@ -244,11 +253,14 @@ class CellRounds:
             left_out = ev.inner_size - int(priced[s])
             ev.cells_left_out += left_out
             scored.append(key)
-            if b - a == 1 and feasible[a]:  # one point kept (most structures): its outcome without `priced`'s front
-                point = {n: fixed[n] if n in fixed else c[int(pattern[n][idx[a]])] for n, c in choices.items()}
-                vals = tuple(float(x) for x in values[a])
+            if on_runs[s + 1] > on_runs[s]:  # a feasible point kept: its front as `priced` finds it, without its calls
+                front = [
+                    ({n: fixed[n] if n in fixed else c[int(pattern[n][idx[j]])] for n, c in choices.items()},
+                     tuple(on_values[k]))
+                    for k, j in enumerate(on[on_runs[s] : on_runs[s + 1]].tolist(), start=int(on_runs[s]))
+                ]  # fmt: skip
                 ev.scored += int(priced[s])
-                ev.settle(fixed, Outcome(point, vals, front=[(point, vals)]), merge=False)
+                ev.settle(fixed, Outcome(front[0][0], front[0][1], front=front), merge=False)
                 continue
             codes = ev.structure_codes(fixed)
             cols = {n: np.take(pattern[n], idx[a:b]) if n in ev.inner else codes[n][: b - a] for n in codes}
@@ -257,8 +269,8 @@ class CellRounds:
             outcome = ev.priced(fixed, cols, left_out, BatchScore(feasible=feasible[a:b], objectives=objs))
             ev.settle(fixed, outcome, merge=False)
         if front is not None and len(owner):  # the front of every settled outcome's front, merged once
-            ev.grow_front(values[np.isfinite(values).all(axis=1) & ~left[owner]])
-        rest = self.rows[self.open, self.at] if reason is not None else np.zeros(0)
+            ev.grow_front(values[finite_rows(values) & ~left[owner]])
+        rest = self.columns[self.at][self.open] if reason is not None else np.zeros(0)
         return scored, pruned, reason or "space-exhausted", float(rest.min()) if rest.size else None
 
     def _point_floored(self, codes: dict[str, np.ndarray], cell: np.ndarray, front: np.ndarray) -> np.ndarray | None:
@@ -270,7 +282,7 @@ class CellRounds:
         got = self.point_floors(self.ev.problem, codes, self.ev.objectives)
         if not got:
             return None
-        cut = ~dominated_rows(with_point_floors(self.rows[cell], got, self.ev.objectives), front)
+        cut = ~dominated_rows(with_point_floors(self.rows(cell), got, self.ev.objectives), front)
         self.floored_out += int(cut.size - np.count_nonzero(cut))
         return cut
 
@@ -283,9 +295,61 @@ class CellRounds:
         )
         return (
             f"the open cells of every structure priced in {self.rounds:,} rounds: {self.points:,} points of "
-            f"{self.cells:,} cells{floored}, the rest of the {self.rows.shape[0]:,} cells dominated by the front or "
+            f"{self.cells:,} cells{floored}, the rest of the {self.open.size:,} cells dominated by the front or "
             f"without a feasible point ({self.seconds:.3f} s)"
         )
+
+
+class _Lifted(NamedTuple):
+    """What `_lifted` keeps of a table: the table (weakly), the bound it was lifted to, and the arrays."""
+
+    table: weakref.ref[np.ndarray]
+    whole: bytes
+    cell_of: np.ndarray
+    columns: list[np.ndarray]
+    open: np.ndarray
+    by_cell: np.ndarray
+    starts: np.ndarray
+
+
+#: the last tables' `_lifted` arrays: a problem's next search reads the same table (the target keeps it,
+#: `FrontCellTable`), and lifting its cells and sorting the points by cell took about 1.3 ms of a 20 ms search
+#: (ascend-a5, ResNet-50 layer1.0.conv1, latency + energy, measured once by hand outside `bench/`)
+_KEPT: list[_Lifted] = []
+KEPT_TABLES = 4
+
+
+def _lifted(
+    table: np.ndarray, whole: np.ndarray, cell_of: np.ndarray
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """Each objective's column over structure x cell of `table` (structures x cells x objectives), lifted to the whole
+    space's bound `whole` (kept apart: numpy's operations along rows of two entries are slow,
+    `costmodels.dominance.finite_rows`); the cells with every entry finite (a new array: the caller's to change);
+    every structure's points by cell (`cell_of`: each point's cell, the same for every structure; ascending point
+    numbers within a cell) and where each cell's run starts. Kept for the same table (the object the target keeps),
+    bound and cells of points (`_KEPT`)."""
+    root = table
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    key = np.asarray(whole, dtype=np.float64).tobytes()
+    for kept in _KEPT:
+        if kept.table() is root and kept.whole == key and np.array_equal(kept.cell_of, cell_of):
+            return kept.columns, kept.open.copy(), kept.by_cell, kept.starts
+    values = np.asarray(table, dtype=np.float64)
+    columns = [np.maximum(values[:, :, j], whole[j]).reshape(-1) for j in range(values.shape[2])]
+    open_ = np.logical_and.reduce([np.isfinite(c) for c in columns])
+    small = np.int16 if values.shape[1] <= np.iinfo(np.int16).max else np.intp  # (numpy's radix sort: 2x faster)
+    by_cell = np.argsort(np.asarray(cell_of).astype(small), kind="stable")
+    starts = np.searchsorted(np.asarray(cell_of)[by_cell], np.arange(values.shape[1] + 1))
+    for a in (*columns, by_cell, starts):
+        a.flags.writeable = False  # shared by the searches that find them kept
+    try:
+        ref = weakref.ref(root)
+    except TypeError:  # (an array that takes no weak reference: not kept)
+        return columns, open_, by_cell, starts
+    _KEPT.insert(0, _Lifted(ref, key, np.array(cell_of), columns, open_.copy(), by_cell, starts))
+    del _KEPT[KEPT_TABLES:]
+    return columns, open_, by_cell, starts
 
 
 def _grown(
@@ -302,11 +366,11 @@ def _grown(
     # the points the front before the round strictly beats first (most of a round's, against a short front): they
     # are strictly beaten by the grown front too, and cannot be on it, so only the others enter its sort
     old = front if front is not None and len(front) else None
-    keep = np.isfinite(values).all(axis=1) if old is None else ~_strictly_dominated(values, old)  # (inf: beaten)
+    keep = finite_rows(values) if old is None else ~_strictly_dominated(values, old)  # (inf: beaten)
     if grow:
         rest = values[keep]
         both = rest if front is None else np.concatenate([front, rest])
-        grown = both[pareto_front(both)] if np.isfinite(both).all(axis=1).any() else front
+        grown = both[pareto_front(both)] if finite_rows(both).any() else front
     if grown is not None and len(grown) and grown is not front:
         sel = np.flatnonzero(keep)
         keep[sel] = ~_strictly_dominated(values[sel], grown)
@@ -314,6 +378,25 @@ def _grown(
     fin = np.flatnonzero(np.isfinite(values[:, at]))
     keep[fin[_firsts(owner[fin])]] = True
     return grown, keep
+
+
+def _fronts_by_owner(owner: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The positions of each structure's two-objective front among rows sorted by `owner` (ascending), in owner
+    order and within an owner by ascending first objective: `pareto_front` of each owner's rows, the first of equal
+    rows in row order kept, non-finite rows never on it. One sort for every owner: within an owner the rows are
+    taken by (first, second, row) and one is on the front when its second objective is below every earlier one's;
+    a running minimum over every owner at once holds each owner's own when its keys sit below every earlier
+    owner's (the second objective's rank, offset by owner, the later owners lower)."""
+    fin = np.flatnonzero(finite_rows(values))
+    if not fin.size:
+        return fin
+    own, v0, v1 = owner[fin], values[fin, 0], values[fin, 1]
+    rank = np.unique(v1, return_inverse=True)[1].reshape(-1).astype(np.int64)  # equal values, equal ranks
+    key = (int(own.max()) + 1 - own.astype(np.int64)) * (int(rank.max()) + 2) + rank
+    order = np.lexsort((fin, v1, v0, own))
+    key = key[order]
+    before = np.concatenate(([np.iinfo(np.int64).max], np.minimum.accumulate(key)[:-1]))
+    return fin[order[key < before]]
 
 
 def _firsts(owner: np.ndarray) -> np.ndarray:
@@ -326,16 +409,16 @@ def _strictly_dominated(values: np.ndarray, front: np.ndarray) -> np.ndarray:
     """Which rows of `values` a row of `front` is at most everywhere and below somewhere (exactly: no tolerance).
     Rows with a non-finite entry count as dominated. Two objectives: the front sorted by the first and a running
     minimum of the second, two binary searches per row; more: a comparison with every front point."""
-    out = ~np.isfinite(values).all(axis=1)
-    at = np.flatnonzero(~out)
-    rows = values[at]
-    if front.shape[1] == 2:
+    out = ~finite_rows(values)
+    if front.shape[1] == 2:  # (column by column, every row: the non-finite ones are out already)
+        v0, v1 = values[:, 0], values[:, 1]
         order = np.argsort(front[:, 0], kind="stable")
         least = np.concatenate(([np.inf], np.minimum.accumulate(front[order, 1])))  # of the first i points, at i
-        below = least[np.searchsorted(front[order, 0], rows[:, 0], side="left")] <= rows[:, 1]  # f0 < v0, f1 <= v1
-        level = least[np.searchsorted(front[order, 0], rows[:, 0], side="right")] < rows[:, 1]  # f0 <= v0, f1 < v1
-        out[at] = below | level
+        out |= least[np.searchsorted(front[order, 0], v0, side="left")] <= v1  # f0 < v0, f1 <= v1
+        out |= least[np.searchsorted(front[order, 0], v0, side="right")] < v1  # f0 <= v0, f1 < v1
         return out
+    at = np.flatnonzero(~out)
+    rows = values[at]
     for lo in range(0, len(rows), 4096):  # (bounded memory: 4,096 rows x front x objectives at a time)
         part = rows[lo : lo + 4096, None, :]
         out[at[lo : lo + 4096]] = (np.all(front[None] <= part, axis=2) & np.any(front[None] < part, axis=2)).any(axis=1)

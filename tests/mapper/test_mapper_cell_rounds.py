@@ -20,6 +20,7 @@ from hypothesis.extra.numpy import arrays
 from costmodels.dominance import dominated_rows
 from costmodels.registry import get_target
 from mapper.bounds import FrontBounds
+from mapper.pareto import pareto_front
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from mapper.strategies import cell_rounds
@@ -77,6 +78,45 @@ def test_a_round_keeps_what_may_join_the_front_and_a_point_per_structure(values:
         assert not fin.size or keep[fin[0]]  # and its first feasible one
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    arrays(np.float64, st.tuples(st.integers(1, 60), st.just(2)), elements=st.sampled_from([1.0, 2.0, 3.0, np.inf])),
+    st.integers(1, 6),
+)
+def test_each_structures_front_is_its_own_pareto_front(values: np.ndarray, owners: int) -> None:
+    """`_fronts_by_owner` (one sort for every structure) gives each structure's `pareto_front`, in its order: ascending
+    first objective, the first of equal rows kept, non-finite rows left out. Few distinct values: many ties, and
+    owners with no finite row."""
+    owner = np.sort(np.arange(len(values)) % owners)
+    on = cell_rounds._fronts_by_owner(owner, values)
+    want = []
+    for s in range(owners):
+        mine = np.flatnonzero(owner == s)
+        if mine.size:
+            want.extend(mine[pareto_front(values[mine])].tolist())
+    assert on.tolist() == want
+
+
+def test_a_tables_lifted_columns_are_kept_for_the_next_search_only_while_they_hold() -> None:
+    """`_lifted` gives the same columns for the same table, bound and cells of points (a fresh open mask each time: the
+    caller changes it), and lifts again for another bound or other cells of points."""
+    rng = np.random.default_rng(1)
+    table = rng.random((5, 6, 2)).reshape(-1).reshape(5, 6, 2)  # (a view: kept by the array it views)
+    table[0, 0, 1] = np.inf
+    cell_of = rng.integers(0, 6, 40)
+    whole = np.array([0.5, 0.0])
+    cols, open_, by_cell, starts = cell_rounds._lifted(table, whole, cell_of)
+    assert np.array_equal(cols[0], np.maximum(table[:, :, 0], 0.5).reshape(-1)) and not open_[0] and open_[1:].all()
+    assert np.array_equal(cell_of[by_cell], np.sort(cell_of)) and starts[-1] == 40
+    open_[:] = False
+    again = cell_rounds._lifted(table.reshape(5, 6, 2), whole, cell_of.copy())
+    assert again[0][0] is cols[0] and again[1].sum() == 29 and again[2] is by_cell
+    assert cell_rounds._lifted(table, np.array([0.7, 0.0]), cell_of)[0][0] is not cols[0]
+    other = cell_of.copy()
+    other[0] = (other[0] + 1) % 6
+    assert cell_rounds._lifted(table, whole, other)[2] is not by_cell
+
+
 @pytest.mark.parametrize(
     ("problem", "objectives"),
     [
@@ -122,10 +162,11 @@ def test_every_cell_left_unpriced_is_dominated_by_the_final_front(objectives: tu
     rounds = CellRounds.of(t, GEMM, ev, structural, fb)
     assert rounds is not None
     scored, pruned, reason, _ = rounds.run(lambda: None)
-    assert reason == "space-exhausted" and len(scored) + len(pruned) == rounds.rows.shape[0] // rounds.cells_per
+    assert reason == "space-exhausted" and len(scored) + len(pruned) == rounds.total_cells // rounds.cells_per
     front = np.array([v for _, v in ev.merged_front()])
-    left = ~rounds.priced & np.isfinite(rounds.rows).all(axis=1)
-    assert 0 < left.sum() < left.size and dominated_rows(rounds.rows[left], front).all()
+    rows = rounds.rows(np.arange(rounds.total_cells))
+    left = ~rounds.priced & np.isfinite(rows).all(axis=1)
+    assert 0 < left.sum() < left.size and dominated_rows(rows[left], front).all()
 
 
 def test_rounds_cut_by_the_budget_claim_only_the_structures_they_finished(monkeypatch: pytest.MonkeyPatch) -> None:
