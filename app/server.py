@@ -18,6 +18,7 @@ import uvicorn
 
 from app.jobs.store import JobStore
 from app.settings import Settings
+from mapper.allocator import keep_freed_memory
 
 
 class StorageUnusable(Exception):
@@ -85,6 +86,7 @@ def serve(settings: Settings, *, open_browser: bool = True) -> None:
         StorageUnusable: the storage cannot be used (nothing is started).
     """
     check_storage(settings)
+    keep_freed_memory(settings.keep_freed_memory)  # (the API's own pricing and validation; workers: `run_worker`)
     shown = "127.0.0.1" if settings.host in ("0.0.0.0", "::") else settings.host
     url = f"http://{shown}:{settings.port}/docs"
     where = settings.storage_url if settings.storage else f"embedded SQLite in {settings.data_dir}"

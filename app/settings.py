@@ -35,6 +35,10 @@ class Settings(BaseSettings):
     fast_reads: bool = Field(
         default=True, description="answer reads of finished results held in memory before routing (with ETags)"
     )
+    keep_freed_memory: bool = Field(
+        default=True,
+        description="keep freed memory in the process for the next search's arrays (glibc; `mapper.allocator`)",
+    )
     poll_seconds: float = Field(default=0.5, gt=0, le=10, description="how often idle workers and event streams look")
 
     # limits: exceeding one is a 4xx naming the limit and the setting that raises it

@@ -9,6 +9,8 @@ stop, and packages the best mapping with its cost, roofline gap, trace, trial co
 certificate of what was proven (`mapper.bounds`, `mapper.result.Certificate`) and the executor's
 validation into a `TuneResult`.
 
+The first search of a process tunes the C allocator to keep freed memory (`mapper.allocator`).
+
 Optuna runs in memory with logging at WARNING: nothing is logged or persisted per trial (the
 trial's constraints and point live in the in-memory study only). Only the finished result is
 persisted, by `mapper.cache`.
@@ -21,6 +23,7 @@ from typing import Any
 
 from costmodels.cancel import Cancelled, cancellable
 from costmodels.protocol import SearchSpace, Target
+from mapper.allocator import keep_freed_memory
 from mapper.keys import cache_key, cost_model_version, problem_hash
 from mapper.planning import resolve_strategy
 from mapper.report import Found, package_result
@@ -73,6 +76,7 @@ def tune(
         ProblemError: the target cannot run the problem or price an objective.
     """
     settings = settings or SearchSettings()
+    keep_freed_memory()  # (once per process: `mapper.allocator`)
     watch = as_watch(progress)
     t0 = time.perf_counter()
     try:  # the target's per-problem preparation stops at its checkpoints on a cancel

@@ -30,6 +30,7 @@ from app.jobs.runner import execute, prepare
 from app.jobs.shared_study import run_helper, run_shared_search
 from app.jobs.store import JobStore, new_worker_id
 from app.settings import Settings
+from mapper.allocator import keep_freed_memory
 from mapper.watch import Watch
 from workload.errors import ProblemError
 
@@ -198,6 +199,7 @@ def run_worker(settings: Settings, parent_pid: int | None = None) -> None:
     """Entry point of `mapper worker`: run jobs until SIGTERM or Ctrl-C (or the death of `parent_pid`)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     settings.prepare()
+    log.info("allocator: %s", keep_freed_memory(settings.keep_freed_memory))
     worker = Worker(settings)
 
     def _stop(_signum: int, _frame: object) -> None:
