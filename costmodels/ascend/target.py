@@ -41,11 +41,23 @@ WARM_STARTS = 64
 FRONT_FLOOR_TABLES = 4
 #: the parameters whose choices cut a structure into cells (`structure_front_cells`), where it leaves them free: the
 #: ones the floors are cheap over (one table of every structure's cells in 5-29 ms on the benchmark layers) and that
-#: split a structure's least latency from its least footprint (`bench.two_objectives` on both presets, the four
-#: against the M and N tiles alone, separate runs on 2026-11-27: latency + footprint 1.5-1.9x faster, latency +
-#: energy 1.0-1.3x; on llama7b-prefill attn.scores the open cells hold 3% of the space's points instead of 13%
-#: against the exact latency + footprint front, counted once by hand outside `bench/`)
-CELL_NAMES = ("base_m", "base_n", "l1_n", "double_buffer")
+#: split a structure's least latency from its least value of another objective. The M and N tiles and the N tiles per
+#: L1 tile always (`bench.two_objectives` on both presets, the four against the M and N tiles alone, separate runs on
+#: 2026-11-27: latency + footprint 1.5-1.9x faster, latency + energy 1.0-1.3x; on llama7b-prefill attn.scores the
+#: open cells hold 3% of the space's points instead of 13% against the exact latency + footprint front, counted once
+#: by hand outside `bench/`); more by the objectives asked, `CELL_NAMES_OF`
+CELL_NAMES = ("base_m", "base_n", "l1_n")
+#: the cell parameters an objective adds: footprint double buffering (it doubles the buffers), energy the M tiles
+#: per L1 tile (they set how often each operand is read from GM again, against the latency of the larger L1 tile:
+#: on ResNet-50 layer1.0.conv1 with latency + energy the rounds priced 28,800 points instead of 162,360 on
+#: ascend-910b and 38,340 instead of 324,720 on ascend-a5; with footprint or off-chip bytes either one costs more
+#: cells than it saves points, `bench.two_objectives` runs by hand on 2026-11-28)
+CELL_NAMES_OF = {"footprint": ("double_buffer",), "energy": ("l1_m",)}
+
+
+def cell_names(objectives: tuple[str, ...]) -> frozenset[str]:
+    """The parameters whose choices cut a structure into cells for these objectives (`CELL_NAMES`, `CELL_NAMES_OF`)."""
+    return frozenset(CELL_NAMES).union(*(CELL_NAMES_OF.get(o, ()) for o in objectives))
 
 
 class AscendTarget(FamilyTarget[Prepared]):
@@ -119,8 +131,9 @@ class AscendTarget(FamilyTarget[Prepared]):
     def structure_front_cells(
         self, problem: Problem, fixed_choices: dict[str, Choice], objectives: tuple[str, ...]
     ) -> np.ndarray | None:
-        """The structure's cells, one per combination of the `CELL_NAMES` parameters it leaves free (the M and N
-        instruction tiles, the N tiles per L1 tile, double buffering; one cell when it fixes them all): a floor of
+        """The structure's cells, one per combination of the `cell_names` parameters of `objectives` it leaves free (the
+        M and N instruction tiles and the N tiles per L1 tile; double buffering with footprint, the M tiles per L1 tile
+        with energy; one cell when it fixes them all): a floor of
         each objective over the cell's points (ascend/floors.py, `cube_structure_front_floors`;
         `mapper.bounds.FrontCellBounded`), in the C order of those parameters' choices (the space's order).
         Read from the floors of every cell of every structure of the same fixed names, computed in one numpy
@@ -176,11 +189,12 @@ class AscendTarget(FamilyTarget[Prepared]):
         objectives: tuple[str, ...] = (),
     ) -> np.ndarray | None:
         """Each point's row in `structure_front_cells` (the structure's points as code columns;
-        `mapper.bounds.CellOfPoints`): the C-order index of its choices of the free `CELL_NAMES` parameters."""
+        `mapper.bounds.CellOfPoints`): the C-order index of its choices of the free `cell_names` parameters of `objectives`."""
         prep = self.prepared(problem)
         if not problem.is_binary or prep.reasons:
             return None
-        free = [p for p in prep.space.params if p.name in CELL_NAMES and p.name not in fixed_choices]
+        names = cell_names(objectives)
+        free = [p for p in prep.space.params if p.name in names and p.name not in fixed_choices]
         if not free:
             return np.zeros(len(next(iter(codes.values()))), dtype=np.intp)
         cols = tuple(codes[p.name] for p in free)
@@ -201,7 +215,8 @@ class AscendTarget(FamilyTarget[Prepared]):
             return None
         lo, _ = box(prep, fixed_choices)
         params = [(d, p) for d, p in enumerate(prep.space.params) if p.name in fixed_choices]
-        free = [p for p in prep.space.params if p.name in CELL_NAMES and p.name not in fixed_choices]
+        cells = cell_names(objectives)
+        free = [p for p in prep.space.params if p.name in cells and p.name not in fixed_choices]
         names = tuple(p.name for _, p in params) + tuple(p.name for p in free)
         key = (names, tuple(objectives))
         table = prep.front_floors.get(key)

@@ -18,7 +18,7 @@ from costmodels.ascend import cost as cc
 from costmodels.ascend.bounds import box
 from costmodels.ascend.cube_tables import CUBE_ORDER
 from costmodels.ascend.floors import FRONT_FLOORED, cube_structure_floors, cube_structure_front_floors
-from costmodels.ascend.target import CELL_NAMES
+from costmodels.ascend.target import CELL_NAMES, cell_names
 from costmodels.param_tables import grid_fields
 from costmodels.registry import get_target
 from mapper.enumerate import subspace_codes
@@ -149,19 +149,22 @@ def test_the_joint_gm_floor_lifts_the_energy_floors_where_the_chunks_bind() -> N
 
 
 def test_front_cells_are_the_floors_of_the_cell_parameters_left_free() -> None:
-    """A structure's cells: one per combination of the `CELL_NAMES` parameters it leaves free (the M and N
-    instruction tiles, the N tiles per L1 tile, double buffering), read from the floors of the structures with
-    those fixed too, in the C order of their choices (the space's order of the parameters)."""
+    """A structure's cells: one per combination of the `cell_names` parameters of the objectives it leaves free (the
+    M and N instruction tiles and the N tiles per L1 tile; the M tiles per L1 tile with energy, double buffering with
+    footprint), read from the floors of the structures with those fixed too, in the C order of their choices (the
+    space's order of the parameters)."""
     t = get_target("ascend-910b")
     p = einsum("mk,kn->mn", {"m": 600, "k": 300, "n": 200}, dtype="bf16", weight=1)
     prep = t.prepared(p)
     params = {q.name: q for q in prep.space.params}
     order = list(params)
     assert set(CELL_NAMES) <= set(order)
+    assert cell_names(("latency", "offchip_bytes")) == set(CELL_NAMES)
+    assert cell_names(("footprint", "energy")) == {*CELL_NAMES, "double_buffer", "l1_m"}
     fixed = {"core_grid": params["core_grid"].choices[3], "double_buffer": True}
     cells = t.structure_front_cells(p, fixed, ("energy", "latency"))
-    free = [n for n in order if n in CELL_NAMES and n not in fixed]
-    assert free == ["base_m", "base_n", "l1_n"]
+    free = [n for n in order if n in cell_names(("energy",)) and n not in fixed]
+    assert free == ["base_m", "base_n", "l1_m", "l1_n"]
     assert cells is not None and cells.shape == (int(np.prod([len(params[n].choices) for n in free])), 2)
     names = (*(n for n in order if n in fixed), *free)
     table = cube_structure_front_floors(prep, names, ("energy", "latency"))
@@ -170,13 +173,22 @@ def test_front_cells_are_the_floors_of_the_cell_parameters_left_free() -> None:
     first = int(np.ravel_multi_index((*at, *(0 for _ in free)), sizes))
     assert np.array_equal(cells, table[first : first + len(cells)])
     assert len(np.unique(cells, axis=0)) > 1  # the free parameters change the floors
-    # a structure that fixes the M tile too has one cell per (N tile, N tiles per L1 tile); one fixing them all, one
+    # a structure that fixes the M tile too has one cell per (N tile, M and N tiles per L1 tile); one fixing them all,
+    # one; with off-chip bytes the M tiles per L1 tile are no cell parameter
     m0, n0 = params["base_m"].choices[0], params["base_n"].choices[-1]
     got = t.structure_front_cells(p, {**fixed, "base_m": m0}, ("energy",))
+    l1 = len(params["l1_m"].choices) * len(params["l1_n"].choices)
+    assert got is not None and got.shape == (len(params["base_n"].choices) * l1, 1)
+    got = t.structure_front_cells(p, {**fixed, "base_m": m0}, ("offchip_bytes",))
     assert got is not None and got.shape == (len(params["base_n"].choices) * len(params["l1_n"].choices), 1)
     every = {"base_m": m0, "base_n": n0, "l1_n": params["l1_n"].choices[0], "double_buffer": False}
     one = t.structure_front_cells(p, every, ("footprint",))
     assert one is not None and one.shape == (1, 1) and one[0, 0] > 0
+    free = t.structure_front_cells(p, {"core_grid": params["core_grid"].choices[3]}, ("footprint",))
+    assert free is not None and free.shape == (
+        len(params["base_n"].choices) * len(params["l1_n"].choices) * 2 * len(params["base_m"].choices),
+        1,
+    )
 
 
 @pytest.mark.parametrize("preset", ["ascend-910b", "ascend-a5"])
