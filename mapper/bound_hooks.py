@@ -109,6 +109,12 @@ class PointFloored(Protocol):
         self, problem: Problem, codes: dict[str, np.ndarray], objectives: tuple[str, ...]
     ) -> dict[str, np.ndarray] | None: ...
 
+    def point_floor_names(self, problem: Problem, objectives: tuple[str, ...]) -> tuple[str, ...] | None:
+        """The parameters whose codes `point_floors` reads (None: it may read every one): it takes columns of those
+        alone, and points that agree on them have the same floors (the cell rounds then floor each structure's
+        sub-space once, where those are all inner parameters)."""
+        ...
+
 
 @runtime_checkable
 class FrontCellTable(Protocol):

@@ -181,6 +181,14 @@ class AscendTarget(FamilyTarget[Prepared]):
         at = np.ravel_multi_index(tuple(codes[n] for n in prep.names[: grid.ndim]), grid.shape)
         return {"footprint": np.take(grid.reshape(-1), at)}
 
+    def point_floor_names(self, problem: Problem, objectives: tuple[str, ...]) -> tuple[str, ...] | None:
+        """Every parameter but the core grid (`point_floors` reads the footprint grid over the others); None where it
+        floors nothing (`mapper.bounds.PointFloored`)."""
+        prep = self.prepared(problem)
+        if "footprint" not in objectives or not problem.is_binary or prep.reasons:
+            return None
+        return tuple(prep.names[: prep.footprint_grid.ndim])
+
     def structure_cell_of_points(
         self,
         problem: Problem,
@@ -189,7 +197,8 @@ class AscendTarget(FamilyTarget[Prepared]):
         objectives: tuple[str, ...] = (),
     ) -> np.ndarray | None:
         """Each point's row in `structure_front_cells` (the structure's points as code columns;
-        `mapper.bounds.CellOfPoints`): the C-order index of its choices of the free `cell_names` parameters of `objectives`."""
+        `mapper.bounds.CellOfPoints`): the C-order index of its choices of the free `cell_names` parameters of
+        `objectives`."""
         prep = self.prepared(problem)
         if not problem.is_binary or prep.reasons:
             return None

@@ -96,6 +96,7 @@ class CellRounds:
         # points of open cells left out by their own floors (`PointFloored`), and the target's hook for them
         self.floored_out = 0
         self.point_floors = ev.target.point_floors if isinstance(ev.target, PointFloored) else None
+        self._inner_floors: dict[str, np.ndarray] | None = None  # (`inner_floors`: {} where there are none)
         self.seconds = 0.0
         # structures visited before the rounds (settled already): their cells are closed, as priced
         self.visited = np.zeros(self.open.size // self.cells_per, dtype=bool)
@@ -149,11 +150,10 @@ class CellRounds:
 
     def _pick(self, front: np.ndarray | None) -> np.ndarray:
         """The next round's cells (numbers over structure x cell), after closing those `front` dominates."""
-        has_front = front is not None and len(front) > 0
-        if has_front and not self.rounds:  # most cells open: tested in place, without gathering their rows
+        if front is not None and len(front) and not self.rounds:  # most cells open: tested in place, not gathered
             self.open &= ~dominated_columns(self.columns[0], self.columns[1], front)  # (two objectives: `of`)
         cand = np.flatnonzero(self.open)
-        if has_front and self.rounds and cand.size:
+        if front is not None and len(front) and self.rounds and cand.size:
             out = dominated_columns(self.columns[0][cand], self.columns[1][cand], front)
             self.open[cand[out]] = False
             cand = cand[~out]
@@ -196,11 +196,17 @@ class CellRounds:
             lo, hi = self.starts[cells], self.starts[cells + 1]
             idx = np.concatenate([self.by_cell[a:b] for a, b in zip(lo.tolist(), hi.tolist(), strict=True)])
             owner = np.repeat(structures, hi - lo)
+            floored = front is not None and len(front) > 0  # points the front dominates on their own floors: out
+            if front is not None and floored and self.inner_floors() is not None:  # (every structure's: before codes)
+                cut = self._point_floored(None, idx, np.repeat(picked, hi - lo), front)
+                if cut is not None:
+                    idx, owner = idx[cut], owner[cut]
+                floored = False
             codes = {n: np.take(pattern[n], idx) for n in inner}
             codes.update(zip(names, np.unravel_index(owner, self.shape), strict=True))
             codes = {p.name: codes[p.name] for p in ev.space.params}
-            if front is not None and len(front):  # points the front dominates on their own floors: left out
-                cut = self._point_floored(codes, np.repeat(picked, hi - lo), front)
+            if front is not None and floored:
+                cut = self._point_floored(codes, idx, np.repeat(picked, hi - lo), front)
                 if cut is not None:
                     idx, owner, codes = idx[cut], owner[cut], {n: c[cut] for n, c in codes.items()}
             if idx.size:
@@ -227,7 +233,7 @@ class CellRounds:
     ) -> tuple[list[tuple[Choice, ...]], list[tuple[Choice, ...]], StopReason, float | None]:
         """Each structure's outcome from its kept points (`Evaluator.priced`, `settle`), in structure order."""
         ev, per = self.ev, self.cells_per
-        left = self.open.reshape(-1, per).any(axis=1)  # a cell still open: unexplored (only when stopped)
+        left = np.asarray(self.open.reshape(-1, per).any(axis=1), dtype=bool)  # a cell still open: unexplored (only when stopped)
         owner, idx, feasible, values = (np.concatenate(col) for col in zip(*kept, strict=True)) if kept else _none(ev)
         if front is not None and len(owner):  # the points the final front beats: only their structures' outcomes
             _, keep = _grown(front, values, owner, self.at, grow=False)
@@ -254,13 +260,13 @@ class CellRounds:
             ev.cells_left_out += left_out
             scored.append(key)
             if on_runs[s + 1] > on_runs[s]:  # a feasible point kept: its front as `priced` finds it, without its calls
-                front = [
+                sub = [
                     ({n: fixed[n] if n in fixed else c[int(pattern[n][idx[j]])] for n, c in choices.items()},
                      tuple(on_values[k]))
                     for k, j in enumerate(on[on_runs[s] : on_runs[s + 1]].tolist(), start=int(on_runs[s]))
                 ]  # fmt: skip
                 ev.scored += int(priced[s])
-                ev.settle(fixed, Outcome(front[0][0], front[0][1], front=front), merge=False)
+                ev.settle(fixed, Outcome(sub[0][0], sub[0][1], front=sub), merge=False)
                 continue
             codes = ev.structure_codes(fixed)
             cols = {n: np.take(pattern[n], idx[a:b]) if n in ev.inner else codes[n][: b - a] for n in codes}
@@ -273,13 +279,34 @@ class CellRounds:
         rest = self.columns[self.at][self.open] if reason is not None else np.zeros(0)
         return scored, pruned, reason or "space-exhausted", float(rest.min()) if rest.size else None
 
-    def _point_floored(self, codes: dict[str, np.ndarray], cell: np.ndarray, front: np.ndarray) -> np.ndarray | None:
-        """Which of a round's points to price (None: all): those whose cell's row, with the target's own floors of
-        each point in place of the row's where higher (`PointFloored`), the front does not dominate (within
+    def inner_floors(self) -> dict[str, np.ndarray] | None:
+        """The target's floors of each point of a structure's sub-space (`PointFloored`), where they read inner
+        parameters alone (`point_floor_names`): the same in every structure, so found once per search. None
+        otherwise (each round's points are then floored with their codes)."""
+        if self._inner_floors is None and self.point_floors is not None:
+            target, objectives = self.ev.target, self.ev.objectives
+            names = target.point_floor_names(self.ev.problem, objectives)  # type: ignore[attr-defined]
+            got = None
+            if names is not None and set(names) <= set(self.inner):
+                got = self.point_floors(self.ev.problem, {n: self.pattern[n] for n in names}, objectives)
+            self._inner_floors = got or {}
+        return self._inner_floors or None
+
+    def _point_floored(
+        self, codes: dict[str, np.ndarray] | None, idx: np.ndarray, cell: np.ndarray, front: np.ndarray
+    ) -> np.ndarray | None:
+        """Which of a round's points (`idx`: their numbers in their structures' sub-spaces; `codes`: their code columns,
+        None where `inner_floors` floors them) to price (None: all): those whose cell's row, with the target's own
+        floors of each point in place of the row's where higher (`PointFloored`), the front does not dominate (within
         `RTOL`, as the cells are closed: a point left out is dominated by, or has the values of, a front point)."""
         if self.point_floors is None:
             return None
-        got = self.point_floors(self.ev.problem, codes, self.ev.objectives)
+        inner = self.inner_floors()
+        got: dict[str, np.ndarray] | None
+        if codes is None and inner is not None:
+            got = {o: np.take(f, idx) for o, f in inner.items()}
+        else:
+            got = self.point_floors(self.ev.problem, codes or {}, self.ev.objectives)
         if not got:
             return None
         cut = ~dominated_rows(with_point_floors(self.rows(cell), got, self.ev.objectives), front)

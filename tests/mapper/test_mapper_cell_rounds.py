@@ -226,6 +226,7 @@ def test_exact_point_floors_leave_out_exactly_the_dominated_points(monkeypatch: 
     objectives = ("footprint", "latency")  # (latency second: the floors' columns follow `objectives`)
 
     monkeypatch.setattr(t, "point_floors", _priced_floors(t), raising=False)
+    monkeypatch.setattr(t, "point_floor_names", lambda *_: None, raising=False)  # (the priced floors read every code)
     s = SearchSettings(strategy="exhaustive", objectives=objectives, max_seconds=300)
     front = np.array([[q.values[o] for o in objectives] for q in tune(CONV, t, s, validate=False).pareto])
     front = front[::2]  # a front on its way: the points it lacks stay live (a point no worse than a front point is out)
@@ -244,12 +245,42 @@ def test_rounds_with_exact_point_floors_give_the_enumerated_front(monkeypatch: p
     both objectives: points are left out, and the front is still the enumeration's."""
     t = get_target("ascend-a5")
     monkeypatch.setattr(t, "point_floors", _priced_floors(t), raising=False)
+    monkeypatch.setattr(t, "point_floor_names", lambda *_: None, raising=False)  # (the priced floors read every code)
     for objectives in (("energy", "latency"), ("latency", "footprint")):
         s = SearchSettings(strategy="bestfirst", objectives=objectives, max_seconds=300)
         r = tune(CONV, t, s, validate=False)
         full = tune(CONV, t, s.model_copy(update={"strategy": "exhaustive"}), validate=False)
         assert r.proven_optimal and [q.values for q in r.pareto] == [q.values for q in full.pareto]
         assert any("on their own floors" in n for n in r.notes)
+
+
+def test_floors_of_inner_parameters_are_found_once_for_every_structure() -> None:
+    """Ascend's footprint floors read every parameter but the core grid (`point_floor_names`): with the core grid the
+    structure, the rounds floor one sub-space and read each round's points from it (`CellRounds.inner_floors`), the
+    same floors as the target gives each structure's own points; with floors that read a structural parameter they
+    floor each round's points with their codes."""
+    t = get_target("ascend-910b")
+    objectives = ("latency", "footprint")
+    space = t.space(CONV)
+    structural = tuple(q for q in space.params if q.name == "core_grid")
+    inner = tuple(q.name for q in space.params if q.name != "core_grid")
+    fb = FrontBounds(t, CONV, objectives)
+    ev = Evaluator(t, CONV, space, objectives, Encoding.of(structural), inner, front_bounds=fb)
+    rounds = CellRounds.of(t, CONV, ev, structural, fb)
+    assert rounds is not None
+    once = rounds.inner_floors()
+    assert once is not None and set(once) == {"footprint"}
+    for s in (0, len(structural[0].choices) - 1):
+        own = t.point_floors(CONV, ev.structure_codes(rounds.fixed(s)), objectives)
+        assert own is not None and np.array_equal(once["footprint"], own["footprint"])
+    names = t.point_floor_names(CONV, objectives)
+    assert names is not None and "core_grid" not in names
+    assert t.point_floor_names(CONV, ("latency", "energy")) is None
+    structural = tuple(q for q in space.params if q.name in ("base_m", "core_grid"))
+    inner = tuple(q.name for q in space.params if q.name not in ("base_m", "core_grid"))
+    ev = Evaluator(t, CONV, space, objectives, Encoding.of(structural), inner, front_bounds=fb)
+    rounds = CellRounds.of(t, CONV, ev, structural, fb)
+    assert rounds is not None and rounds.inner_floors() is None
 
 
 def _visit_masks(
