@@ -68,7 +68,7 @@ from mapper.strategies.base import Searched, Strategy, certificate_notes
 from mapper.strategies.cell_rounds import CellRounds
 from mapper.strategies.encoding import Encoding, split_params
 from mapper.strategies.floored import Floored, FloorTable, floor_params
-from mapper.strategies.front_pass import LivePass, bulk_visits, objective_floors, seed_structures
+from mapper.strategies.front_pass import LivePass, ascending, bulk_visits, objective_floors, seed_structures
 from mapper.strategies.objective import CHECKED, Evaluator
 from mapper.watch import Watch
 from workload.problem import Problem
@@ -186,7 +186,14 @@ class BestFirst(Strategy):
             return "cancelled" if cancelled else "seconds" if time.perf_counter() > deadline else None
 
         table: FloorTable | None = None  # the target's floors, computed when first asked for
-        if self.floors and objective == "latency" and floor_params(problem, target, bounds):
+        # where the cell rounds take over after the first visit: every structure's least latency over its cells (a
+        # floor from the rounds' own table) orders the visits instead (`CellRounds.latency_floors`)
+        cell_floors = (
+            CellRounds.latency_floors(target, problem, structural, settings.objectives)
+            if self.floors and front_bounds is not None and preferred is None
+            else None
+        )
+        if self.floors and objective == "latency" and cell_floors is None and floor_params(problem, target, bounds):
             table = FloorTable(target, problem, structural, bounds)
         reason: StopReason | None = None
         warmed = settings.warm_start and objective == "latency" and not settings.multi_objective
@@ -223,6 +230,14 @@ class BestFirst(Strategy):
                     )  # fmt: skip
                     order = live.visits(order)
                 visits, bounded = ((k, b, True) for k, b in order), total
+            elif cell_floors is not None:  # the cells' floors, ascending: the rounds follow the first visit
+                shape = tuple(len(p.choices) for p in structural)
+                visits = (
+                    (tuple(p.choices[int(c)] for p, c in zip(structural, np.unravel_index(i, shape), strict=True)),
+                     float(cell_floors[i]), False)
+                    for i in ascending(cell_floors)
+                )  # fmt: skip
+                bounded = total
             elif table is not None:  # the floors first, an exact bound only when a floor comes first
                 floored = Floored(table, seen)
                 visits, bounded = iter(floored), total
@@ -245,8 +260,8 @@ class BestFirst(Strategy):
                 if reason is not None:
                     next_bound = max(raw_bound, bounds.whole())
                     break
-                if not exact:  # a floor: `Floored` bounds the structure exactly before it comes again
-                    assert floored is not None
+                if not exact:  # a floor: `Floored` bounds the structure exactly before it comes again (or the cells')
+                    assert floored is not None or cell_floors is not None
                     if front_bounds is None:
                         continue
                     if (
@@ -264,7 +279,8 @@ class BestFirst(Strategy):
                     # visited now (the front does not depend on the order). Not bounded exactly first: that prices
                     # the whole structure, which is at least what its visit scores (only its open cells, where the
                     # target places points in cells), so it could never save the visit's pricing
-                    floored.drop(key)
+                    if floored is not None:
+                        floored.drop(key)
                     if front_bounds.out(
                         fixed, ev.front_values, front_bounds.with_latency(max(raw_bound, bounds.whole()))
                     ):

@@ -6,7 +6,8 @@ visit the structures one by one. A visit prices the points of one structure's op
 points and a few dozen numpy calls, so a search that must look into hundreds of structures spent most of
 its time on the calls (ascend-a5, Llama-7B attn.scores, latency + footprint: 188 visits, one
 `score_codes` call each, about a third of the search; profiled once outside `bench/`). Here instead,
-after best-first's first visit (the structure of least latency floor: its front may end the search at once):
+after best-first's first visit (the structure of least latency over its cells, `latency_floors`, so the target's
+structure floors are not asked for: its front may end the search at once):
 
 1. Every cell's row is lifted to the whole space's bound vector (`FrontBounds.whole`); a cell with a
    non-finite entry holds no feasible point and is closed.
@@ -21,7 +22,7 @@ after best-first's first visit (the structure of least latency floor: its front 
    (`_point_floored`; on the Llama-7B attn.scores layer with latency + footprint, 94% of the points of the
    open cells, counted once by hand outside `bench/`). Of a round's points, those a
    point of the grown front strictly beats are dropped at once but for each structure's first (and first
-   feasible) point: they can join no front (`_grown`).
+   feasible) point: they can join no front (`round_fronts.grown`).
 3. The rounds end when every cell is priced or dominated.
 
 Why the result is the exact front over the space: every point lies in one cell of its structure
@@ -41,9 +42,7 @@ from __future__ import annotations
 
 import math
 import time
-import weakref
 from collections.abc import Callable, Collection
-from typing import NamedTuple
 
 import numpy as np
 
@@ -53,7 +52,9 @@ from mapper.bounds import CellOfPoints, FrontBounds, FrontCellTable, PointFloore
 from mapper.enumerate import scored_values
 from mapper.pareto import pareto_front
 from mapper.settings import StopReason
+from mapper.strategies.cell_columns import lifted
 from mapper.strategies.objective import Evaluator, Outcome
+from mapper.strategies.round_fronts import fronts_by_owner, grown
 from mapper.watch import Watch
 from workload.problem import Problem
 
@@ -85,8 +86,8 @@ class CellRounds:
         self.shape = tuple(len(p.choices) for p in structural)
         self.cells_per = np.shape(table)[1]
         # each objective's column over structure x cell lifted to the whole space's bound, the cells open (not yet
-        # priced nor dominated), every structure's points by cell and where each cell's run starts (`_lifted`)
-        self.columns, self.open, self.by_cell, self.starts = _lifted(table, front_bounds.whole(), cell_of)
+        # priced nor dominated), every structure's points by cell and where each cell's run starts (`lifted`)
+        self.columns, self.open, self.by_cell, self.starts = lifted(table, front_bounds.whole(), cell_of)
         self.priced = np.zeros(self.open.size, dtype=bool)  # the cells whose points were priced
         self.at = ev.objectives.index("latency") if "latency" in ev.objectives else 0
         # every structure's inner code columns (the same pattern, `Evaluator.structure_codes`) and their names
@@ -117,7 +118,7 @@ class CellRounds:
         """The rounds for this search, after the structures `visited` (their choices in `structural` order; settled
         in `ev` already, and the front of `ev` is theirs); None where the target gives no cell table or cells of
         points, and for other than two objectives: with three, each round tests its points against every
-        point of the front (`_strictly_dominated`), where two take a sort and two binary searches (a
+        point of the front (`strictly_dominated`), where two take a sort and two binary searches (a
         3x13x31x31 conv on ascend-910b with latency, energy and footprint: 30 s in rounds against 14 s
         visiting structures, once by hand outside `bench/`)."""
         if len(ev.objectives) != 2 or not isinstance(target, FrontCellTable) or not isinstance(target, CellOfPoints):
@@ -131,6 +132,22 @@ class CellRounds:
         if first is None:
             return None
         return CellRounds(ev, structural, front_bounds, table, np.asarray(first), visited)
+
+    @staticmethod
+    def latency_floors(
+        target: Target, problem: Problem, structural: tuple[Param, ...], objectives: tuple[str, ...]
+    ) -> np.ndarray | None:
+        """Each structure's least latency over its cells (seconds, at least 0; structures in C order), from the table
+        the rounds read (`FrontCellTable`): a floor of the structure's latency, to pick the first visit by. None where
+        the rounds do not apply (`of`: two objectives, a cell table and the cells of points; latency among them)."""
+        if len(objectives) != 2 or "latency" not in objectives:
+            return None
+        if not isinstance(target, FrontCellTable) or not isinstance(target, CellOfPoints):
+            return None
+        table = target.structure_front_cell_table(problem, tuple(p.name for p in structural), objectives)
+        if table is None or table.shape[0] != math.prod(len(p.choices) for p in structural) or not table.size:
+            return None
+        return np.maximum(np.asarray(table[:, :, objectives.index("latency")], dtype=np.float64).min(axis=1), 0.0)
 
     def rows(self, cells: np.ndarray) -> np.ndarray:
         """The rows (cells x objectives) of these cells (numbers over structure x cell)."""
@@ -213,7 +230,7 @@ class CellRounds:
                 score = ev.target.score_codes(ev.problem, codes)
                 feasible = np.asarray(score.feasible, dtype=bool)
                 values = scored_values(score, ev.objectives)
-                front, keep = _grown(front, values, owner, self.at)
+                front, keep = grown(front, values, owner, self.at)
                 kept.append((owner[keep], idx[keep], feasible[keep], values[keep]))
                 priced += np.bincount(owner, minlength=priced.size)
             self.open[picked] = False
@@ -233,15 +250,17 @@ class CellRounds:
     ) -> tuple[list[tuple[Choice, ...]], list[tuple[Choice, ...]], StopReason, float | None]:
         """Each structure's outcome from its kept points (`Evaluator.priced`, `settle`), in structure order."""
         ev, per = self.ev, self.cells_per
-        left = np.asarray(self.open.reshape(-1, per).any(axis=1), dtype=bool)  # a cell still open: unexplored (only when stopped)
+        left = np.asarray(
+            self.open.reshape(-1, per).any(axis=1), dtype=bool
+        )  # a cell still open: unexplored (only when stopped)
         owner, idx, feasible, values = (np.concatenate(col) for col in zip(*kept, strict=True)) if kept else _none(ev)
         if front is not None and len(owner):  # the points the final front beats: only their structures' outcomes
-            _, keep = _grown(front, values, owner, self.at, grow=False)
+            _, keep = grown(front, values, owner, self.at, grow=False)
             owner, idx, feasible, values = owner[keep], idx[keep], feasible[keep], values[keep]
         order = np.lexsort((idx, owner))
         owner, idx, feasible, values = owner[order], idx[order], feasible[order], values[order]
         runs = np.searchsorted(owner, np.arange(left.size + 1))
-        on = _fronts_by_owner(owner, values)  # each structure's own front, in its order (`Evaluator.priced`'s)
+        on = fronts_by_owner(owner, values)  # each structure's own front, in its order (`Evaluator.priced`'s)
         on_runs = np.searchsorted(owner[on], np.arange(left.size + 1))
         on_values = values[on].tolist()
         pattern = self.pattern
@@ -325,131 +344,6 @@ class CellRounds:
             f"{self.cells:,} cells{floored}, the rest of the {self.open.size:,} cells dominated by the front or "
             f"without a feasible point ({self.seconds:.3f} s)"
         )
-
-
-class _Lifted(NamedTuple):
-    """What `_lifted` keeps of a table: the table (weakly), the bound it was lifted to, and the arrays."""
-
-    table: weakref.ref[np.ndarray]
-    whole: bytes
-    cell_of: np.ndarray
-    columns: list[np.ndarray]
-    open: np.ndarray
-    by_cell: np.ndarray
-    starts: np.ndarray
-
-
-#: the last tables' `_lifted` arrays: a problem's next search reads the same table (the target keeps it,
-#: `FrontCellTable`), and lifting its cells and sorting the points by cell took about 1.3 ms of a 20 ms search
-#: (ascend-a5, ResNet-50 layer1.0.conv1, latency + energy, measured once by hand outside `bench/`)
-_KEPT: list[_Lifted] = []
-KEPT_TABLES = 4
-
-
-def _lifted(
-    table: np.ndarray, whole: np.ndarray, cell_of: np.ndarray
-) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
-    """Each objective's column over structure x cell of `table` (structures x cells x objectives), lifted to the whole
-    space's bound `whole` (kept apart: numpy's operations along rows of two entries are slow,
-    `costmodels.dominance.finite_rows`); the cells with every entry finite (a new array: the caller's to change);
-    every structure's points by cell (`cell_of`: each point's cell, the same for every structure; ascending point
-    numbers within a cell) and where each cell's run starts. Kept for the same table (the object the target keeps),
-    bound and cells of points (`_KEPT`)."""
-    root = table
-    while isinstance(root.base, np.ndarray):
-        root = root.base
-    key = np.asarray(whole, dtype=np.float64).tobytes()
-    for kept in _KEPT:
-        if kept.table() is root and kept.whole == key and np.array_equal(kept.cell_of, cell_of):
-            return kept.columns, kept.open.copy(), kept.by_cell, kept.starts
-    values = np.asarray(table, dtype=np.float64)
-    columns = [np.maximum(values[:, :, j], whole[j]).reshape(-1) for j in range(values.shape[2])]
-    open_ = np.logical_and.reduce([np.isfinite(c) for c in columns])
-    small = np.int16 if values.shape[1] <= np.iinfo(np.int16).max else np.intp  # (numpy's radix sort: 2x faster)
-    by_cell = np.argsort(np.asarray(cell_of).astype(small), kind="stable")
-    starts = np.searchsorted(np.asarray(cell_of)[by_cell], np.arange(values.shape[1] + 1))
-    for a in (*columns, by_cell, starts):
-        a.flags.writeable = False  # shared by the searches that find them kept
-    try:
-        ref = weakref.ref(root)
-    except TypeError:  # (an array that takes no weak reference: not kept)
-        return columns, open_, by_cell, starts
-    _KEPT.insert(0, _Lifted(ref, key, np.array(cell_of), columns, open_.copy(), by_cell, starts))
-    del _KEPT[KEPT_TABLES:]
-    return columns, open_, by_cell, starts
-
-
-def _grown(
-    front: np.ndarray | None, values: np.ndarray, owner: np.ndarray, at: int, grow: bool = True
-) -> tuple[np.ndarray | None, np.ndarray]:
-    """The front grown by a round's `values` (infeasible: inf), and which of them to keep for their structures'
-    outcomes: those no point of the grown front beats (strictly dominates: they may join the final front, or tie
-    with it), each structure's first point (its violations', should none of its points be feasible) and first
-    feasible point (its outcome's, should every feasible one be beaten). A point dropped here is strictly
-    dominated by a point of this front, and so of every later front (each of whose points is at most as good as
-    one of this front's points, the front only growing): it can be on no structure's contribution to the final
-    front. `grow` False: `front` is the final front, taken as it is."""
-    grown = front
-    # the points the front before the round strictly beats first (most of a round's, against a short front): they
-    # are strictly beaten by the grown front too, and cannot be on it, so only the others enter its sort
-    old = front if front is not None and len(front) else None
-    keep = finite_rows(values) if old is None else ~_strictly_dominated(values, old)  # (inf: beaten)
-    if grow:
-        rest = values[keep]
-        both = rest if front is None else np.concatenate([front, rest])
-        grown = both[pareto_front(both)] if finite_rows(both).any() else front
-    if grown is not None and len(grown) and grown is not front:
-        sel = np.flatnonzero(keep)
-        keep[sel] = ~_strictly_dominated(values[sel], grown)
-    keep[_firsts(owner)] = True
-    fin = np.flatnonzero(np.isfinite(values[:, at]))
-    keep[fin[_firsts(owner[fin])]] = True
-    return grown, keep
-
-
-def _fronts_by_owner(owner: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """The positions of each structure's two-objective front among rows sorted by `owner` (ascending), in owner
-    order and within an owner by ascending first objective: `pareto_front` of each owner's rows, the first of equal
-    rows in row order kept, non-finite rows never on it. One sort for every owner: within an owner the rows are
-    taken by (first, second, row) and one is on the front when its second objective is below every earlier one's;
-    a running minimum over every owner at once holds each owner's own when its keys sit below every earlier
-    owner's (the second objective's rank, offset by owner, the later owners lower)."""
-    fin = np.flatnonzero(finite_rows(values))
-    if not fin.size:
-        return fin
-    own, v0, v1 = owner[fin], values[fin, 0], values[fin, 1]
-    rank = np.unique(v1, return_inverse=True)[1].reshape(-1).astype(np.int64)  # equal values, equal ranks
-    key = (int(own.max()) + 1 - own.astype(np.int64)) * (int(rank.max()) + 2) + rank
-    order = np.lexsort((fin, v1, v0, own))
-    key = key[order]
-    before = np.concatenate(([np.iinfo(np.int64).max], np.minimum.accumulate(key)[:-1]))
-    return fin[order[key < before]]
-
-
-def _firsts(owner: np.ndarray) -> np.ndarray:
-    """The position of each structure's first entry in `owner` (runs of structures: a cell's points)."""
-    runs = np.flatnonzero(np.diff(owner, prepend=-1) != 0)  # every first entry starts a run
-    return runs[np.unique(owner[runs], return_index=True)[1]]
-
-
-def _strictly_dominated(values: np.ndarray, front: np.ndarray) -> np.ndarray:
-    """Which rows of `values` a row of `front` is at most everywhere and below somewhere (exactly: no tolerance).
-    Rows with a non-finite entry count as dominated. Two objectives: the front sorted by the first and a running
-    minimum of the second, two binary searches per row; more: a comparison with every front point."""
-    out = ~finite_rows(values)
-    if front.shape[1] == 2:  # (column by column, every row: the non-finite ones are out already)
-        v0, v1 = values[:, 0], values[:, 1]
-        order = np.argsort(front[:, 0], kind="stable")
-        least = np.concatenate(([np.inf], np.minimum.accumulate(front[order, 1])))  # of the first i points, at i
-        out |= least[np.searchsorted(front[order, 0], v0, side="left")] <= v1  # f0 < v0, f1 <= v1
-        out |= least[np.searchsorted(front[order, 0], v0, side="right")] < v1  # f0 <= v0, f1 < v1
-        return out
-    at = np.flatnonzero(~out)
-    rows = values[at]
-    for lo in range(0, len(rows), 4096):  # (bounded memory: 4,096 rows x front x objectives at a time)
-        part = rows[lo : lo + 4096, None, :]
-        out[at[lo : lo + 4096]] = (np.all(front[None] <= part, axis=2) & np.any(front[None] < part, axis=2)).any(axis=1)
-    return out
 
 
 def _none(ev: Evaluator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -25,9 +25,11 @@ from mapper.search import tune
 from mapper.settings import SearchSettings
 from mapper.strategies import cell_rounds
 from mapper.strategies.bestfirst import BestFirst
-from mapper.strategies.cell_rounds import CellRounds, _grown, _strictly_dominated
+from mapper.strategies.cell_columns import lifted
+from mapper.strategies.cell_rounds import CellRounds
 from mapper.strategies.encoding import Encoding, split_params
 from mapper.strategies.objective import Evaluator
+from mapper.strategies.round_fronts import fronts_by_owner, grown, strictly_dominated
 from mapper.watch import Watch
 from workload.conv2d import conv2d
 from workload.einsum import einsum
@@ -59,18 +61,18 @@ def test_strict_dominance_is_the_brute_force_answer(k: int, n: int, m: int, seed
     values = rng.integers(0, 5, size=(n, k)).astype(np.float64)  # few values: many ties and equal rows
     values[rng.random(n) < 0.1, rng.integers(0, k)] = np.inf
     front = rng.integers(0, 5, size=(m, k)).astype(np.float64)
-    assert np.array_equal(_strictly_dominated(values, front), _brute_strict(values, front))
+    assert np.array_equal(strictly_dominated(values, front), _brute_strict(values, front))
 
 
 @settings(max_examples=100, deadline=None)
 @given(arrays(np.float64, st.tuples(st.integers(1, 40), st.just(2)), elements=st.sampled_from([1.0, 2.0, 3.0, np.inf])))
 def test_a_round_keeps_what_may_join_the_front_and_a_point_per_structure(values: np.ndarray) -> None:
     owner = np.arange(len(values)) % 3
-    grown, keep = _grown(None, values, owner, 0)
+    front, keep = grown(None, values, owner, 0)
     finite = np.isfinite(values).all(axis=1)
-    if grown is not None:
-        assert keep[~_brute_strict(values, grown)].all()  # nothing that may join the front is dropped
-        assert not _brute_strict(grown, values[finite]).any()  # the grown front is the front of the round
+    if front is not None:
+        assert keep[~_brute_strict(values, front)].all()  # nothing that may join the front is dropped
+        assert not _brute_strict(front, values[finite]).any()  # the grown front is the front of the round
     for s in np.unique(owner):
         mine = np.flatnonzero(owner == s)
         assert keep[mine[0]]  # the structure's first point (its violations, should none be feasible)
@@ -84,11 +86,11 @@ def test_a_round_keeps_what_may_join_the_front_and_a_point_per_structure(values:
     st.integers(1, 6),
 )
 def test_each_structures_front_is_its_own_pareto_front(values: np.ndarray, owners: int) -> None:
-    """`_fronts_by_owner` (one sort for every structure) gives each structure's `pareto_front`, in its order: ascending
+    """`fronts_by_owner` (one sort for every structure) gives each structure's `pareto_front`, in its order: ascending
     first objective, the first of equal rows kept, non-finite rows left out. Few distinct values: many ties, and
     owners with no finite row."""
     owner = np.sort(np.arange(len(values)) % owners)
-    on = cell_rounds._fronts_by_owner(owner, values)
+    on = fronts_by_owner(owner, values)
     want = []
     for s in range(owners):
         mine = np.flatnonzero(owner == s)
@@ -98,23 +100,23 @@ def test_each_structures_front_is_its_own_pareto_front(values: np.ndarray, owner
 
 
 def test_a_tables_lifted_columns_are_kept_for_the_next_search_only_while_they_hold() -> None:
-    """`_lifted` gives the same columns for the same table, bound and cells of points (a fresh open mask each time: the
+    """`lifted` gives the same columns for the same table, bound and cells of points (a fresh open mask each time: the
     caller changes it), and lifts again for another bound or other cells of points."""
     rng = np.random.default_rng(1)
     table = rng.random((5, 6, 2)).reshape(-1).reshape(5, 6, 2)  # (a view: kept by the array it views)
     table[0, 0, 1] = np.inf
     cell_of = rng.integers(0, 6, 40)
     whole = np.array([0.5, 0.0])
-    cols, open_, by_cell, starts = cell_rounds._lifted(table, whole, cell_of)
+    cols, open_, by_cell, starts = lifted(table, whole, cell_of)
     assert np.array_equal(cols[0], np.maximum(table[:, :, 0], 0.5).reshape(-1)) and not open_[0] and open_[1:].all()
     assert np.array_equal(cell_of[by_cell], np.sort(cell_of)) and starts[-1] == 40
     open_[:] = False
-    again = cell_rounds._lifted(table.reshape(5, 6, 2), whole, cell_of.copy())
+    again = lifted(table.reshape(5, 6, 2), whole, cell_of.copy())
     assert again[0][0] is cols[0] and again[1].sum() == 29 and again[2] is by_cell
-    assert cell_rounds._lifted(table, np.array([0.7, 0.0]), cell_of)[0][0] is not cols[0]
+    assert lifted(table, np.array([0.7, 0.0]), cell_of)[0][0] is not cols[0]
     other = cell_of.copy()
     other[0] = (other[0] + 1) % 6
-    assert cell_rounds._lifted(table, whole, other)[2] is not by_cell
+    assert lifted(table, whole, other)[2] is not by_cell
 
 
 @pytest.mark.parametrize(
@@ -314,3 +316,31 @@ def _priced_floors(t: object) -> object:
         return {o: np.asarray(score.objectives[o], dtype=np.float64) for o in objs}
 
     return exact
+
+
+def test_the_cells_floors_order_the_first_visit_without_the_structure_floors(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the rounds apply, best-first picks its first visit by each structure's least latency over its cells
+    (`CellRounds.latency_floors`, floors of the structures' exact latency bounds) and never asks for the target's
+    structure floors; the front is still the enumeration's. Three objectives (no rounds) have none."""
+    t = get_target("ascend-910b")
+    objectives = ("latency", "energy")
+    space = t.space(CONV)
+    structural = tuple(q for q in space.params if q.name == "core_grid")
+    floors = CellRounds.latency_floors(t, CONV, structural, objectives)
+    assert floors is not None and floors.shape == (len(structural[0].choices),)
+    for i in range(0, floors.size, max(1, floors.size // 12)):
+        exact = t.structure_bound(CONV, {"core_grid": structural[0].choices[i]})
+        assert floors[i] <= exact * (1 + 1e-9)
+    assert CellRounds.latency_floors(t, CONV, structural, (*objectives, "footprint")) is None
+    assert CellRounds.latency_floors(t, CONV, structural, ("energy", "footprint")) is None
+
+    def no_floors(*_: object) -> None:
+        raise AssertionError("the structure floors were asked for")
+
+    monkeypatch.setattr(t, "structure_floors", no_floors)
+    s = SearchSettings(strategy="bestfirst", objectives=objectives, max_seconds=300)
+    r = tune(CONV, t, s, validate=False)
+    monkeypatch.undo()
+    full = tune(CONV, t, s.model_copy(update={"strategy": "exhaustive"}), validate=False)
+    assert r.proven_optimal and [q.values for q in r.pareto] == [q.values for q in full.pareto]
+    assert any("rounds" in n for n in r.notes)
