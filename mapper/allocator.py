@@ -6,8 +6,8 @@ mmap threshold (128 KiB at first, raised only as such blocks are freed) with a f
 freed heap back to the system above its trim threshold, so the next array of that size is faulted in
 and zeroed page by page again. On the 2-core CI machine a numpy expression over two 3 MB arrays took
 1.59 ms with the defaults and 0.20 ms with these settings, and the dominance test of an Ascend cell
-table (372,600 cells) 4.97 ms against 1.47 ms (measured once by hand outside `bench/`); the README's
-"Allocator" figures come from `bench.two_objectives`.
+table (372,600 cells) 4.97 ms against 1.47 ms (measured once by hand outside `bench/`). `bench.allocator` times
+searches and their peak memory with the setting on and off side by side (the README's "Allocator").
 
 `keep_freed_memory` raises both thresholds with ``mallopt``: blocks up to `MMAP_BYTES` come from the
 heap, and up to `TRIM_BYTES` of freed heap stay with the process for the next arrays. The cost is
