@@ -51,7 +51,7 @@ CELL_NAMES = ("base_m", "base_n", "l1_n")
 #: per L1 tile (they set how often each operand is read from GM again, against the latency of the larger L1 tile:
 #: on ResNet-50 layer1.0.conv1 with latency + energy the rounds priced 28,800 points instead of 162,360 on
 #: ascend-910b and 38,340 instead of 324,720 on ascend-a5; with footprint or off-chip bytes either one costs more
-#: cells than it saves points, `bench.two_objectives` runs by hand on 2026-11-28)
+#: cells than it saves points, `bench.two_objectives` runs by hand on 2026-11-27)
 CELL_NAMES_OF = {"footprint": ("double_buffer",), "energy": ("l1_m",)}
 
 

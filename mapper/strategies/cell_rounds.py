@@ -250,9 +250,8 @@ class CellRounds:
     ) -> tuple[list[tuple[Choice, ...]], list[tuple[Choice, ...]], StopReason, float | None]:
         """Each structure's outcome from its kept points (`Evaluator.priced`, `settle`), in structure order."""
         ev, per = self.ev, self.cells_per
-        left = np.asarray(
-            self.open.reshape(-1, per).any(axis=1), dtype=bool
-        )  # a cell still open: unexplored (only when stopped)
+        # a structure with a cell still open: unexplored (only when stopped)
+        left = np.asarray(self.open.reshape(-1, per).any(axis=1), dtype=bool)
         owner, idx, feasible, values = (np.concatenate(col) for col in zip(*kept, strict=True)) if kept else _none(ev)
         if front is not None and len(owner):  # the points the final front beats: only their structures' outcomes
             _, keep = grown(front, values, owner, self.at, grow=False)
@@ -302,9 +301,9 @@ class CellRounds:
         """The target's floors of each point of a structure's sub-space (`PointFloored`), where they read inner
         parameters alone (`point_floor_names`): the same in every structure, so found once per search. None
         otherwise (each round's points are then floored with their codes)."""
-        if self._inner_floors is None and self.point_floors is not None:
-            target, objectives = self.ev.target, self.ev.objectives
-            names = target.point_floor_names(self.ev.problem, objectives)  # type: ignore[attr-defined]
+        target, objectives = self.ev.target, self.ev.objectives
+        if self._inner_floors is None and self.point_floors is not None and isinstance(target, PointFloored):
+            names = target.point_floor_names(self.ev.problem, objectives)
             got = None
             if names is not None and set(names) <= set(self.inner):
                 got = self.point_floors(self.ev.problem, {n: self.pattern[n] for n in names}, objectives)
