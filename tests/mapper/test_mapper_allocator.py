@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 import subprocess
 import sys
 
@@ -28,8 +29,8 @@ def test_a_search_process_keeps_freed_memory_where_the_c_library_allows_it() -> 
     whatever they ask, answer the first call's outcome."""
     code = "from mapper.allocator import keep_freed_memory as k; print(k(), k(False))"
     got = _in_fresh_process(code).split()
-    libc = subprocess.run(["ldd", "--version"], capture_output=True, text=True).stdout.lower()
-    assert got == (["kept", "kept"] if "glibc" in libc or "gnu libc" in libc else ["unavailable", "unavailable"])
+    glibc = platform.libc_ver()[0] == "glibc"
+    assert got == (["kept", "kept"] if glibc else ["unavailable", "unavailable"])
 
 
 def test_the_environment_or_the_setting_leaves_the_allocator_alone() -> None:
