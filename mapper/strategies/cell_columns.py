@@ -7,6 +7,7 @@ target keeps the table per problem, so a problem's next search with the same obj
 
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import NamedTuple
 
@@ -30,6 +31,7 @@ class Lifted(NamedTuple):
 #: (ascend-a5, ResNet-50 layer1.0.conv1, latency + energy, measured once by hand outside `bench/`)
 KEPT: list[Lifted] = []
 KEPT_TABLES = 4
+_LOCK = threading.Lock()  # (a service may search in several threads)
 
 
 def lifted(
@@ -45,7 +47,9 @@ def lifted(
     while isinstance(root.base, np.ndarray):
         root = root.base
     key = np.asarray(whole, dtype=np.float64).tobytes()
-    for kept in KEPT:
+    with _LOCK:
+        kept_now = list(KEPT)
+    for kept in kept_now:
         if kept.table() is root and kept.whole == key and np.array_equal(kept.cell_of, cell_of):
             return kept.columns, kept.open.copy(), kept.by_cell, kept.starts
     values = np.asarray(table, dtype=np.float64)
@@ -60,6 +64,7 @@ def lifted(
         ref = weakref.ref(root)
     except TypeError:  # (an array that takes no weak reference: not kept)
         return columns, open_, by_cell, starts
-    KEPT.insert(0, Lifted(ref, key, np.array(cell_of), columns, open_.copy(), by_cell, starts))
-    del KEPT[KEPT_TABLES:]
+    with _LOCK:  # (the newest first; tables gone and the oldest out)
+        alive = [k for k in KEPT if k.table() is not None][: KEPT_TABLES - 1]
+        KEPT[:] = [Lifted(ref, key, np.array(cell_of), columns, open_.copy(), by_cell, starts), *alive]
     return columns, open_, by_cell, starts
