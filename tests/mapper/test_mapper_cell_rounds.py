@@ -7,6 +7,7 @@ ends must claim only the structures it finished.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import re
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from mapper.bounds import FrontBounds
 from mapper.pareto import pareto_front
 from mapper.search import tune
 from mapper.settings import SearchSettings
-from mapper.strategies import cell_rounds
+from mapper.strategies import cell_columns, cell_rounds
 from mapper.strategies.bestfirst import BestFirst
 from mapper.strategies.cell_columns import lifted
 from mapper.strategies.cell_rounds import CellRounds
@@ -117,6 +118,13 @@ def test_a_tables_lifted_columns_are_kept_for_the_next_search_only_while_they_ho
     other = cell_of.copy()
     other[0] = (other[0] + 1) % 6
     assert lifted(table, whole, other)[2] is not by_cell
+    # at most `KEPT_TABLES` kept, and a table gone is dropped at the next one
+    del table, again
+    gc.collect()
+    newer = rng.random((2, 3, 2))
+    lifted(newer, whole, rng.integers(0, 3, 8))
+    assert 1 <= len(cell_columns.KEPT) <= cell_columns.KEPT_TABLES and cell_columns.KEPT[0].table() is newer
+    assert all(k.table() is not None for k in cell_columns.KEPT)
 
 
 @pytest.mark.parametrize(
