@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from costmodels.dominance import finite_rows
+
 
 def pareto_front(values: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
     """Indices of the exact Pareto front of `values` (points x objectives, minimised), one per distinct value.
@@ -30,10 +32,10 @@ def pareto_front(values: np.ndarray, order: np.ndarray | None = None) -> np.ndar
             return np.flatnonzero(fin)
         return _front2(np.where(fin, a, np.inf), np.where(fin, b, np.inf))  # never on the front: no finite bound
     if order is None:
-        rows = np.flatnonzero(np.isfinite(values).all(axis=1))
+        rows = np.flatnonzero(finite_rows(values))
     else:
         rows = np.asarray(order)
-        rows = rows[np.isfinite(values[rows]).all(axis=1)]
+        rows = rows[finite_rows(values[rows])]
     if rows.size == 0 or k == 1:
         return rows[np.argmin(values[rows, 0])][None] if rows.size else rows
     if k == 2:

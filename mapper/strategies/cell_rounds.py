@@ -121,11 +121,8 @@ class CellRounds:
         point of the front (`strictly_dominated`), where two take a sort and two binary searches (a
         3x13x31x31 conv on ascend-910b with latency, energy and footprint: 30 s in rounds against 14 s
         visiting structures, once by hand outside `bench/`)."""
-        if len(ev.objectives) != 2 or not isinstance(target, FrontCellTable) or not isinstance(target, CellOfPoints):
-            return None  # (three objectives and more: each round's points against every front point)
-        names = tuple(p.name for p in structural)
-        table = target.structure_front_cell_table(problem, names, ev.objectives)
-        if table is None or table.shape[0] != math.prod(len(p.choices) for p in structural) or not table.size:
+        table = _cell_table(target, problem, structural, ev.objectives)
+        if table is None or not isinstance(target, CellOfPoints):
             return None
         fixed = {p.name: p.choices[0] for p in structural}  # (the cells of points are every structure's: the contract)
         first = target.structure_cell_of_points(problem, fixed, ev.structure_codes(fixed), ev.objectives)
@@ -140,12 +137,8 @@ class CellRounds:
         """Each structure's least latency over its cells (seconds, at least 0; structures in C order), from the table
         the rounds read (`FrontCellTable`): a floor of the structure's latency, to pick the first visit by. None where
         the rounds do not apply (`of`: two objectives, a cell table and the cells of points; latency among them)."""
-        if len(objectives) != 2 or "latency" not in objectives:
-            return None
-        if not isinstance(target, FrontCellTable) or not isinstance(target, CellOfPoints):
-            return None
-        table = target.structure_front_cell_table(problem, tuple(p.name for p in structural), objectives)
-        if table is None or table.shape[0] != math.prod(len(p.choices) for p in structural) or not table.size:
+        table = _cell_table(target, problem, structural, objectives) if "latency" in objectives else None
+        if table is None or not isinstance(target, CellOfPoints):
             return None
         return np.maximum(np.asarray(table[:, :, objectives.index("latency")], dtype=np.float64).min(axis=1), 0.0)
 
@@ -213,17 +206,19 @@ class CellRounds:
             lo, hi = self.starts[cells], self.starts[cells + 1]
             idx = np.concatenate([self.by_cell[a:b] for a, b in zip(lo.tolist(), hi.tolist(), strict=True)])
             owner = np.repeat(structures, hi - lo)
-            floored = front is not None and len(front) > 0  # points the front dominates on their own floors: out
-            if front is not None and floored and self.inner_floors() is not None:  # (every structure's: before codes)
-                cut = self._point_floored(None, idx, np.repeat(picked, hi - lo), front)
+            # points the front dominates on their own floors are left out: before their codes are built where the
+            # floors read inner parameters alone (`inner_floors`), else from their codes
+            floored = front if front is not None and len(front) else None
+            early = floored is not None and self.inner_floors() is not None
+            if floored is not None and early:
+                cut = self._point_floored(None, idx, np.repeat(picked, hi - lo), floored)
                 if cut is not None:
                     idx, owner = idx[cut], owner[cut]
-                floored = False
             codes = {n: np.take(pattern[n], idx) for n in inner}
             codes.update(zip(names, np.unravel_index(owner, self.shape), strict=True))
             codes = {p.name: codes[p.name] for p in ev.space.params}
-            if front is not None and floored:
-                cut = self._point_floored(codes, idx, np.repeat(picked, hi - lo), front)
+            if floored is not None and not early:
+                cut = self._point_floored(codes, idx, np.repeat(picked, hi - lo), floored)
                 if cut is not None:
                     idx, owner, codes = idx[cut], owner[cut], {n: c[cut] for n, c in codes.items()}
             if idx.size:
@@ -343,6 +338,19 @@ class CellRounds:
             f"{self.cells:,} cells{floored}, the rest of the {self.open.size:,} cells dominated by the front or "
             f"without a feasible point ({self.seconds:.3f} s)"
         )
+
+
+def _cell_table(
+    target: Target, problem: Problem, structural: tuple[Param, ...], objectives: tuple[str, ...]
+) -> np.ndarray | None:
+    """The target's cells of every structure (`FrontCellTable`) where the rounds apply: two objectives, a table of
+    every structure of `structural` (three objectives and more: each round's points against every front point)."""
+    if len(objectives) != 2 or not isinstance(target, FrontCellTable):
+        return None
+    table = target.structure_front_cell_table(problem, tuple(p.name for p in structural), objectives)
+    if table is None or table.shape[0] != math.prod(len(p.choices) for p in structural) or not table.size:
+        return None
+    return table
 
 
 def _none(ev: Evaluator) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from costmodels.dominance import finite_rows
 from costmodels.protocol import BatchScore, Choice, Target
 from mapper.bounds import FrontBounds
 from mapper.enumerate import scored_values
@@ -35,7 +36,7 @@ def staircase_first(
     sel = np.flatnonzero(first)
     seed_score = target.score_codes(problem, {k: np.asarray(v)[sel] for k, v in codes.items()})
     values = scored_values(seed_score, objectives)
-    ok = np.flatnonzero(np.isfinite(values).all(axis=1))
+    ok = np.flatnonzero(finite_rows(values))
     live = None if not ok.size else front_bounds.live_points(fixed, values[ok][pareto_front(values[ok])], codes)
     rest = np.flatnonzero(~first if live is None else live & ~first)
     rest_score = target.score_codes(problem, {k: np.asarray(v)[rest] for k, v in codes.items()})
