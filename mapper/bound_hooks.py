@@ -141,9 +141,11 @@ class FrontCellBlocks(Protocol):
     structure is, on every objective, no better than the row of at least one of its cells (a row
     with ``inf``: a cell the structure does not have) or, when `front` is given, dominated by (or
     equal to) a point of `front` (within `RTOL`): the target may leave out the rows of cells the
-    front dominates. With `live` (a mask over the structures, with `front`), only the live structures'
-    outcome is asked: the target may leave out the rows of the others, and a live structure's rows need only
-    show whether it is live (one row the front does not dominate suffices: Trainium gives its first open case).
+    front dominates, and every row of a structure that repeats another point for point (`StructureRepeats`:
+    the pass bounds the structure it repeats, which has each of its points' values). With `live` (a mask
+    over the structures, with `front`), only the live structures' outcome is asked: the target may leave
+    out the rows of the others, and a live structure's rows need only show whether it is live (one row
+    the front does not dominate suffices: Trainium gives its first open case).
     The rows of a pass without `live` are kept as floors of the live structures' points
     (`mapper.strategies.front_pass.OpenRows`).
     None: no cells for these names or objectives.
@@ -157,6 +159,20 @@ class FrontCellBlocks(Protocol):
         front: np.ndarray | None = None,
         live: np.ndarray | None = None,
     ) -> Iterator[tuple[int, np.ndarray]] | None: ...
+
+
+@runtime_checkable
+class StructureRepeats(Protocol):
+    """Optional beside `FrontCellBlocks`: which structures repeat another one point for point.
+
+    Contract: a flat mask over the structures (C order over `names`' choices, as `FrontCellBlocks` numbers them;
+    None: not known); a structure marked has, for every choice of the other parameters, a point with every
+    objective's value equal to the point with the same choices of a structure not marked (Trainium: a tile
+    cap that gives an earlier cap's tile). `FrontCellBlocks` may leave such a structure's rows out of a pass
+    given a front: whatever the front does to the structure it repeats, it does to its points.
+    """
+
+    def structure_repeats(self, problem: Problem, names: tuple[str, ...]) -> np.ndarray | None: ...
 
 
 @runtime_checkable

@@ -61,6 +61,7 @@ from mapper.bound_hooks import (  # noqa: F401 (re-exported: the targets' option
     PointFloored,
     StructureFloored,
     StructureObjectiveFloors,
+    StructureRepeats,
 )
 from mapper.pareto import pareto_front
 from workload.problem import Problem

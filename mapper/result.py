@@ -74,7 +74,8 @@ class Certificate(BaseModel):
     pruned_by_bound: int = Field(
         ge=0,
         description="structures whose bound showed none of their points is better (several objectives: the front "
-        "dominates each of their cells, or each cell it leaves open was scored and holds no feasible point)",
+        "dominates each of their cells, or each cell it leaves open was scored and holds no feasible point, or "
+        "each of their points has the values of a point of another structure counted here or scored)",
     )
     unexplored: int = Field(ge=0, description="structures neither scored nor bounded out")
     best: float | None = Field(default=None, description="best value of the objective found")

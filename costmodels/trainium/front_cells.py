@@ -45,6 +45,7 @@ from costmodels.trainium.bounds import (
 )
 from costmodels.trainium.hardware import TrainiumHardware
 from costmodels.trainium.nest import roles_of
+from costmodels.trainium.repeats import Canonical, repeated_structures
 from workload.problem import Problem
 
 #: the objectives the cells bound
@@ -184,9 +185,11 @@ def cell_blocks(
     structures ``first .. first + n - 1`` for one split, ``inf`` where the split cannot occur. The
     stationary choices take turns, split by split in `bounds.core_splits` order (one core first).
 
-    With `front` (points x objectives), a split is first bounded per (tile_stat, tile_mov) over every
-    tile_k choice at once (`split_cells`' ``k_least``), and only the tile_stat choices with a group
-    the front does not dominate are priced tile by tile, one run per tile_stat choice: the structures
+    With `front` (points x objectives), the structures that repeat another point for point (`repeats`) are left
+    out (`mapper.bounds.StructureRepeats`) and the others priced as their own sub-space; a split is first
+    bounded per (tile_stat, tile_mov) over every tile_k choice at once (`split_cells`' ``k_least``), and only
+    the tile_stat choices with a group the front does not dominate are priced tile by tile, one run per
+    tile_stat choice (`repeats.Canonical.spread`): the structures
     of a group the front dominates there have every point of that split dominated, so their rows are
     left out (`mapper.bounds.FrontCellBlocks`). With footprint the groups are bounded case by case
     (`refetch.footprint_cases`: a group is left out when the front dominates every case) and the rows
@@ -204,10 +207,10 @@ def cell_blocks(
         return None
     choices = {p.name: p.choices for p in space.params}
     per_stat = math.prod(len(choices[n]) for n in TILE_PARAMS[1:])
-    per_tile_stat = per_stat // len(choices["tile_stat"])
     energy, footprint = "energy" in objectives, "footprint" in objectives
     cased = latency_cased(objectives)
     yield_ = CaseYield()
+    repeats = repeated_structures(problem, choices) if front is not None else None
 
     def one(at: int) -> Iterator[tuple[int, np.ndarray]]:
         one_stat = {**choices, "stationary": (choices["stationary"][at],)}
@@ -219,23 +222,24 @@ def cell_blocks(
                 for rows in _rows(hw, lat, floors, objectives).reshape(-1, per_stat, len(objectives)):  # per case
                     yield at * per_stat, rows
             return
+        assert repeats is not None  # the structures that repeat none, in their own coordinates (`Canonical`)
+        keep = Canonical.of(~repeats[at], choices, at * per_stat)
+        one_stat = keep.narrowed(one_stat)
+        n_ts = len(one_stat["tile_stat"])
         for _, split, lat, floors in split_cells(
             problem, hw, one_stat, consts, energy=energy, footprint=footprint, k_least=True
         ):
             assert floors is not None
             groups = ~dominated_rows(_rows(hw, lat, floors, objectives), front)  # ([case,] tile_stat, tile_mov)
-            open_groups = np.asarray(
-                groups.reshape(-1, len(choices["tile_stat"]), len(choices["tile_mov"])).any(axis=0)
-            )
+            open_groups = np.asarray(groups.reshape(-1, n_ts, len(one_stat["tile_mov"])).any(axis=0))
             if live is not None:  # (tile_stat, tile_mov, tile_k) of this stationary choice: live and not screened out
-                mask = live[at * per_stat : (at + 1) * per_stat].reshape((*open_groups.shape, -1))
-                mask = mask & open_groups[:, :, None]
+                mask = keep.mask(live[at * per_stat : (at + 1) * per_stat]) & open_groups[:, :, None]
                 stats = np.flatnonzero(mask.any(axis=(1, 2)))
                 if footprint:
                     for i in stats.tolist():
                         got = _live_cases(problem, hw, one_stat, consts, split, i, mask[i], objectives, front)
                         if got is not None:
-                            yield at * per_stat + i * per_tile_stat, got
+                            yield from keep.spread(i, got)
                     continue
                 if cased and stats.size:  # the split's own rows first, then its cases where open and while they pay
                     mask, stats, own = _split_screened(
@@ -248,21 +252,21 @@ def cell_blocks(
                         else:
                             got = np.where(mask[i].reshape(-1, 1), own[i], np.inf)
                         if got is not None:
-                            yield at * per_stat + i * per_tile_stat, got
+                            yield from keep.spread(i, got)
                     continue
             else:
                 stats = np.flatnonzero(open_groups.any(axis=1))
             if not stats.size:
                 continue
-            some = {**one_stat, "tile_stat": tuple(choices["tile_stat"][i] for i in stats)}
+            some = {**one_stat, "tile_stat": tuple(one_stat["tile_stat"][i] for i in stats)}
             for _, _, lat, floors in split_cells(
                 problem, hw, some, consts, energy=energy, footprint=footprint, cases=False, only=split
             ):
                 assert floors is not None
-                rows = _rows(hw, lat, floors, objectives).reshape(-1, len(stats), per_tile_stat, len(objectives))
+                rows = _rows(hw, lat, floors, objectives).reshape(-1, len(stats), keep.per_tile_stat, len(objectives))
                 for case in rows:
                     for i, block in zip(stats.tolist(), case, strict=True):
-                        yield at * per_stat + i * per_tile_stat, block
+                        yield from keep.spread(i, block)
 
     # the stationary choices' splits in turn, fewest cores first: a pass that every structure's fewest-core
     # cell leaves live stops after the first blocks (`mapper.bounds.live_structures`)

@@ -50,6 +50,7 @@ from costmodels.trainium.hardware import ENERGY_LEVELS, TrainiumHardware
 from costmodels.trainium.mapping import KNOBS, build_mapping, mapping_quantities, structure_errors
 from costmodels.trainium.nest import Roles
 from costmodels.trainium.render import render_mapping
+from costmodels.trainium.repeats import repeated_structures
 from costmodels.trainium.scoring import GridScorer, price_grid
 from costmodels.trainium.space import EVERY, LADDER, build_space, double_row, problem_consts
 from costmodels.trainium.subgrid import GRID_LIMIT, SubgridScorer
@@ -225,6 +226,14 @@ class TrainiumTarget(FamilyTarget[Prepared]):
             return None
         consts = self._run_consts(problem)
         return cell_blocks(problem, self.hardware, prep.space, consts, names, objectives, front, live)
+
+    def structure_repeats(self, problem: Problem, names: tuple[str, ...]) -> np.ndarray | None:
+        """Which structures of `names` (`bounds.TILE_PARAMS` only, else None) repeat another point for point
+        (`trainium.repeats.repeated_structures`, flat): `structure_front_cell_blocks` leaves them out given a front."""
+        prep = self.prepared(problem)
+        if prep.reasons or names != TILE_PARAMS:
+            return None
+        return repeated_structures(problem, {p.name: p.choices for p in prep.space.params}).reshape(-1)
 
     def _consts(self, problem: Problem, roles: Roles) -> ProblemConsts:
         return problem_consts(problem, self.hardware, roles, supported=not self.supports(problem))

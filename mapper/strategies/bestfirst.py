@@ -68,7 +68,7 @@ from mapper.strategies.base import Searched, Strategy, certificate_notes
 from mapper.strategies.cell_rounds import CellRounds
 from mapper.strategies.encoding import Encoding, split_params
 from mapper.strategies.floored import Floored, FloorTable, floor_params
-from mapper.strategies.front_pass import LivePass, ascending, bulk_visits, objective_floors, seed_structures
+from mapper.strategies.front_pass import LivePass, ascending, bulk_visits, objective_floors, repeated, seed_structures
 from mapper.strategies.objective import CHECKED, Evaluator
 from mapper.watch import Watch
 from workload.problem import Problem
@@ -227,6 +227,7 @@ class BestFirst(Strategy):
                         (lambda: seed_structures(flat, objective_floors(target, problem, names, settings.objectives)),
                          visit),
                         dropped,
+                        repeated(target, problem, names),
                     )  # fmt: skip
                     order = live.visits(order)
                 visits, bounded = ((k, b, True) for k, b in order), total

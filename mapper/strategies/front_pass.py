@@ -33,7 +33,7 @@ import numpy as np
 
 from costmodels.dominance import dominated_rows
 from costmodels.protocol import Choice, Param, Target
-from mapper.bounds import RTOL, StructureObjectiveFloors, live_structures
+from mapper.bounds import RTOL, StructureObjectiveFloors, StructureRepeats, live_structures
 from mapper.strategies.objective import Evaluator
 from workload.problem import Problem
 
@@ -177,6 +177,14 @@ class OpenRows:
         return out
 
 
+def repeated(target: Target, problem: Problem, names: tuple[str, ...]) -> Callable[[], np.ndarray | None]:
+    """The target's structures that repeat another point for point (`StructureRepeats`), when asked (None: none
+    known)."""
+    if not isinstance(target, StructureRepeats):
+        return lambda: None
+    return lambda: target.structure_repeats(problem, names)
+
+
 class LivePass:
     """The visits of `bulk_visits` order, cut to the live structures once the best latency is proven.
 
@@ -196,6 +204,7 @@ class LivePass:
         stop: Callable[[], bool],
         seeds: tuple[Callable[[], np.ndarray], Callable[[tuple[Choice, ...]], None]] | None = None,
         dropped: set[tuple[Choice, ...]] | None = None,
+        repeats: Callable[[], np.ndarray | None] | None = None,
     ) -> None:
         self.flat, self.structural, self.ev, self.at = flat, structural, ev, latency_at
         self.blocks, self.seen, self.stop, self.seeds = blocks, seen, stop, seeds
@@ -209,6 +218,8 @@ class LivePass:
         # the cell rows the last pass left open, and the live structures left out on them as the front grew
         self.open_rows = OpenRows().close()
         self.rows_out = 0
+        # which structures repeat another point for point (`StructureRepeats`), and how many of them the pass left out
+        self.repeats, self.repeated = repeats, 0
 
     def note(self, several: bool) -> str:
         """What the passes did, for the result's notes (after the first pass ran: `live` set)."""
@@ -216,6 +227,10 @@ class LivePass:
         rows = (
             f"; {self.rows_out:,} more live structures were left out when the front came to dominate every cell row "
             "the last pass left open for them"
+        )
+        repeats = (
+            f" ({self.repeated:,} of them repeat another structure point for point, the same tiles, and were "
+            "left out unpriced)"
         )
         first = (
             f"; {self.open_seeded:,} of those on the staircase of their open cells' floors "
@@ -227,6 +242,7 @@ class LivePass:
             f"{f' and {self.seeded:,} seeds along the front were scored' if self.seeded else ''}, a pass over "
             f"every structure's cells left {self.live:,} whose cells the {'front' if several else 'best'} did not "
             f"dominate; the other {self.pruned - self.later - self.rows_out:,} were pruned by bound"
+            f"{repeats if self.repeated else ''}"
             f"{first if self.open_seeded else ''}{again if self.passes else ''}{rows if self.rows_out else ''} "
             f"(passes: {self.seconds:.3f} s)"
         )
@@ -277,6 +293,9 @@ class LivePass:
         decided = [self.index(k) for k in self.seen | self.dropped]  # counted already: scored or left out
         self.after = len(self.seen)
         self.pruned = int((~live).sum()) - int((~live[decided]).sum()) if decided else int((~live).sum())
+        repeated = None if self.repeats is None else self.repeats()
+        if repeated is not None:  # (never live: `FrontCellBlocks` leaves them out)
+            self.repeated = int(repeated.sum()) - (int(repeated[decided].sum()) if decided else 0)
         live[decided] = False
         idx = np.flatnonzero(live)
         self.live = int(idx.size)
