@@ -72,6 +72,7 @@ class Prepared:
     scorer: GridScorer | SubgridScorer | None  # None: the problem cannot run here (every point infeasible)
     floor: np.ndarray | None = None  # the priced grid's ``fill + max(te, dma)`` cycles (trainium/bounds.py)
     cells: CellMemo = field(default_factory=CellMemo)  # several objectives' cells of groups of structures
+    repeats: list[np.ndarray] = field(default_factory=list)  # the structures that repeat another (flat), once asked
 
 
 class TrainiumTarget(FamilyTarget[Prepared]):
@@ -233,7 +234,11 @@ class TrainiumTarget(FamilyTarget[Prepared]):
         prep = self.prepared(problem)
         if prep.reasons or names != TILE_PARAMS:
             return None
-        return repeated_structures(problem, {p.name: p.choices for p in prep.space.params}).reshape(-1)
+        if not prep.repeats:  # (kept: every search of the problem asks)
+            got = repeated_structures(problem, {p.name: p.choices for p in prep.space.params}).reshape(-1)
+            got.flags.writeable = False
+            prep.repeats.append(got)
+        return prep.repeats[0]
 
     def _consts(self, problem: Problem, roles: Roles) -> ProblemConsts:
         return problem_consts(problem, self.hardware, roles, supported=not self.supports(problem))

@@ -68,7 +68,7 @@ from mapper.strategies.base import Searched, Strategy, certificate_notes
 from mapper.strategies.cell_rounds import CellRounds
 from mapper.strategies.encoding import Encoding, split_params
 from mapper.strategies.floored import Floored, FloorTable, floor_params
-from mapper.strategies.front_pass import LivePass, ascending, bulk_visits, objective_floors, repeated, seed_structures
+from mapper.strategies.front_pass import LivePass, ascending, bulk_visits, objective_floors, repeated
 from mapper.strategies.objective import CHECKED, Evaluator
 from mapper.watch import Watch
 from workload.problem import Problem
@@ -213,9 +213,9 @@ class BestFirst(Strategy):
             visits: Iterator[tuple[tuple[Choice, ...], float, bool]]
             if preferred is not None:  # every structure's bound in one array (`StructureBulkBounded`)
                 assert isinstance(target, StructureBulkBounded)
-                flat = np.maximum(np.asarray(target.structure_bounds(problem, names), dtype=np.float64), 0.0)
-                flat = flat.reshape(-1)
-                order = bulk_visits(flat, structural)
+                flat = np.maximum(np.asarray(target.structure_bounds(problem, names), dtype=np.float64), 0.0).ravel()
+                reps = repeated(target, problem, names)  # (structures that repeat another point for point: left out)
+                order = bulk_visits(flat, structural, reps, dropped)
                 if front_bounds is not None and isinstance(target, FrontCellBlocks):  # (`front_pass`)
                     cells, objs = target, settings.objectives
                     live = LivePass(
@@ -224,10 +224,10 @@ class BestFirst(Strategy):
                         lambda front, ask: cells.structure_front_cell_blocks(problem, names, objs, front, ask),
                         seen,
                         lambda: time.perf_counter() > deadline or (watch is not None and watch.cancelled()),
-                        (lambda: seed_structures(flat, objective_floors(target, problem, names, settings.objectives)),
+                        (lambda: objective_floors(target, problem, names, settings.objectives),
                          visit),
                         dropped,
-                        repeated(target, problem, names),
+                        reps,
                     )  # fmt: skip
                     order = live.visits(order)
                 visits, bounded = ((k, b, True) for k, b in order), total

@@ -82,12 +82,27 @@ def ascending(values: np.ndarray, first: int = 1 << 12) -> Iterator[int]:
         low, size = high, size * 4
 
 
-def bulk_visits(flat: np.ndarray, structural: tuple[Param, ...]) -> Iterator[tuple[tuple[Choice, ...], float]]:
-    """(structure's choices, its bound) in ascending bound order, ties by the structures' C-order numbering."""
+def bulk_visits(
+    flat: np.ndarray,
+    structural: tuple[Param, ...],
+    skip: Callable[[], np.ndarray | None] | None = None,
+    skipped: set[tuple[Choice, ...]] | None = None,
+) -> Iterator[tuple[tuple[Choice, ...], float]]:
+    """(structure's choices, its bound) in ascending bound order, ties by the structures' C-order numbering.
+
+    `skip`: the structures to leave out, asked at the first visit (`repeated`: each repeats, point for point, one
+    that is not left out and has its bound, so comes before it); each one the order reaches is added to `skipped`
+    (the search's structures left out one by one)."""
     shape = tuple(len(p.choices) for p in structural)
+    mask = None if skip is None else skip()
     for i in ascending(flat):
         codes = np.unravel_index(i, shape)
-        yield tuple(p.choices[int(c)] for p, c in zip(structural, codes, strict=True)), float(flat[i])
+        key = tuple(p.choices[int(c)] for p, c in zip(structural, codes, strict=True))
+        if mask is not None and mask[i]:
+            if skipped is not None:
+                skipped.add(key)
+            continue
+        yield key, float(flat[i])
 
 
 def objective_floors(
@@ -100,19 +115,23 @@ def objective_floors(
     return [f for f in got if f is not None]
 
 
-def seed_structures(flat: np.ndarray, floors: list[np.ndarray], count: int = SEEDS) -> np.ndarray:
+def seed_structures(
+    flat: np.ndarray, floors: list[np.ndarray], count: int = SEEDS, skip: np.ndarray | None = None
+) -> np.ndarray:
     """Structures along the front's likely course, from their latency bounds `flat` and floors of other objectives.
 
     For each objective's floors, the structures no other beats on both its latency bound and its floor
     (each the fastest that may reach its value), up to `count` of them spread evenly along that
     staircase. Scoring these before the first dominance pass gives the pass a front along its whole
     length, where the fastest structures alone give one end of it. Which structures they are changes
-    the work, not the front found (every structure is still visited or left out by its cells).
+    the work, not the front found (every structure is still visited or left out by its cells). `skip`: a mask of
+    structures never picked (those that repeat another point for point: their bounds and floors are its own).
     """
     picked: list[np.ndarray] = []
     for floor in floors:
         f = np.asarray(floor, dtype=np.float64).reshape(-1)
-        ok = np.flatnonzero(np.isfinite(flat) & np.isfinite(f))
+        usable = np.isfinite(flat) & np.isfinite(f)
+        ok = np.flatnonzero(usable if skip is None else usable & ~skip)
         order = ok[np.lexsort((flat[ok], f[ok]))]  # by floor, then bound
         before = np.minimum.accumulate(np.concatenate(([np.inf], flat[order][:-1])))
         stairs = order[flat[order] < before]  # a lower bound than every structure of a lower (or equal) floor
@@ -191,6 +210,9 @@ class LivePass:
     `pruned`: structures the passes left out that were not scored before; `live`: the live
     structures the first pass found (None until it ran); `seconds`: the passes' time; `after`: structures
     scored before the first; `passes` / `later`: the passes run as the front grew, and what they left out.
+    `seeds`: every structure's floors of the other objectives and the visit of `seed_structures`' picks before
+    the first pass; `repeats`: the structures that repeat another point for point (`repeated`), never picked and
+    counted apart in the note (`repeated`: how many the first pass left out).
     """
 
     def __init__(
@@ -202,7 +224,7 @@ class LivePass:
         blocks: Blocks,
         seen: set[tuple[Choice, ...]],
         stop: Callable[[], bool],
-        seeds: tuple[Callable[[], np.ndarray], Callable[[tuple[Choice, ...]], None]] | None = None,
+        seeds: tuple[Callable[[], list[np.ndarray]], Callable[[tuple[Choice, ...]], None]] | None = None,
         dropped: set[tuple[Choice, ...]] | None = None,
         repeats: Callable[[], np.ndarray | None] | None = None,
     ) -> None:
@@ -220,6 +242,7 @@ class LivePass:
         self.rows_out = 0
         # which structures repeat another point for point (`StructureRepeats`), and how many of them the pass left out
         self.repeats, self.repeated = repeats, 0
+        self._repeats_mask: np.ndarray | None = None
 
     def note(self, several: bool) -> str:
         """What the passes did, for the result's notes (after the first pass ran: `live` set)."""
@@ -270,9 +293,9 @@ class LivePass:
             yield key, bound
         else:
             return
-        if self.seeds is not None:  # (structures, visit): a front along its whole length for the pass
-            which, visit = self.seeds
-            for i in which().tolist():
+        if self.seeds is not None:  # (floors, visit): a front along its whole length for the pass
+            floors, visit = self.seeds
+            for i in seed_structures(self.flat, floors(), skip=self._repeated()).tolist():
                 if self.stop():
                     break
                 if self.key(i) not in self.seen and self.key(i) not in self.dropped:
@@ -293,7 +316,7 @@ class LivePass:
         decided = [self.index(k) for k in self.seen | self.dropped]  # counted already: scored or left out
         self.after = len(self.seen)
         self.pruned = int((~live).sum()) - int((~live[decided]).sum()) if decided else int((~live).sum())
-        repeated = None if self.repeats is None else self.repeats()
+        repeated = self._repeated()
         if repeated is not None:  # (never live: `FrontCellBlocks` leaves them out)
             self.repeated = int(repeated.sum()) - (int(repeated[decided].sum()) if decided else 0)
         live[decided] = False
@@ -309,6 +332,12 @@ class LivePass:
                 yield self.key(i), float(self.flat[i])
                 self.open_seeded += 1
         yield from self._live_visits(idx[np.argsort(self.flat[idx], kind="stable")], live, front)
+
+    def _repeated(self) -> np.ndarray | None:
+        """The structures that repeat another point for point (`StructureRepeats`), asked once; None: not known."""
+        if self._repeats_mask is None and self.repeats is not None:
+            self._repeats_mask = self.repeats()
+        return self._repeats_mask
 
     def _rows_out(self, structures: np.ndarray, live: np.ndarray) -> bool:
         """Leave out the live `structures` whose rows the pass left open the front now dominates, each one (`OpenRows`:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from costmodels.dominance import RTOL
 from costmodels.protocol import Param
 from mapper.strategies import front_pass
-from mapper.strategies.front_pass import LivePass, OpenRows
+from mapper.strategies.front_pass import LivePass, OpenRows, bulk_visits, seed_structures
 
 N = 10
 #: structure i: latency bound i + 1, one cell (latency i + 1, bytes 100 - 10 i)
@@ -179,8 +179,32 @@ def test_seed_structures_are_the_staircase_of_latency_bounds_over_floors() -> No
     assert front_pass.seed_structures(flat, []).size == 0
 
 
-def test_seeds_are_visited_before_the_first_pass() -> None:
+def test_seed_structures_never_pick_a_structure_to_skip() -> None:
+    flat = np.array([1.0, 1.0, 2.0, 3.0, 3.0])
+    floor = np.array([9.0, 9.0, 5.0, 1.0, 1.0])  # 0 and 1, 3 and 4: the same bound and floor (a repeat)
+    assert seed_structures(flat, [floor], count=8).tolist() == [0, 2, 3]
+    skip = np.array([False, True, False, False, True])
+    assert seed_structures(flat, [floor], count=8, skip=skip).tolist() == [0, 2, 3]
+    skip = np.array([True, False, False, True, False])  # then the other of each pair is the staircase's
+    assert seed_structures(flat, [floor], count=8, skip=skip).tolist() == [1, 2, 4]
+
+
+def test_bulk_visits_leave_out_the_structures_to_skip_and_say_which() -> None:
+    structural = (Param(name="x", choices=tuple("abcde")),)
+    flat = np.array([3.0, 1.0, 2.0, 1.0, 0.5])
+    skipped: set[tuple[object, ...]] = set()
+    got = list(bulk_visits(flat, structural, lambda: np.array([False, False, False, True, False]), skipped))
+    assert got == [(("e",), 0.5), (("b",), 1.0), (("c",), 2.0), (("a",), 3.0)] and skipped == {("d",)}
+    assert [k for k, _ in bulk_visits(flat, structural)] == [("e",), ("b",), ("d",), ("c",), ("a",)]
+
+
+def test_seeds_are_visited_before_the_first_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     """`LivePass` visits its seed structures once the least latency is proven, before the pass."""
+    from mapper.strategies import front_pass
+
+    floors = [np.arange(float(N))]
+    picks = lambda flat, got, skip=None: np.array([7, 9]) if got is floors else np.zeros(0, dtype=int)  # noqa: E731
+    monkeypatch.setattr(front_pass, "seed_structures", picks)
     seen_at_pass: list[int] = []
     visited_seeds: list[int] = []
     ev = SimpleNamespace(front_values=np.array([[0.5, 1000.0]]), score_ahead=lambda s: len(s))
@@ -194,7 +218,7 @@ def test_seeds_are_visited_before_the_first_pass() -> None:
     def visit(key: tuple[int, ...]) -> None:
         visited_seeds.append(int(key[0]))
 
-    seeds = (lambda: np.array([7, 9]), visit)
+    seeds = (lambda: floors, visit)
     lp = LivePass(flat, structural, ev, 0, blocks, {(9,)}, lambda: False, seeds)  # type: ignore[arg-type]
     order = ((key, float(flat[key[0]])) for key in ((i,) for i in range(N)))
     list(lp.visits(order))

@@ -122,3 +122,45 @@ def test_spread_puts_each_kept_row_at_its_structure_number(kept_mov: list[int], 
     finite = np.flatnonzero(np.isfinite(whole))
     np.testing.assert_array_equal(whole[finite], finite)  # every kept row at its number
     assert len(finite) == keep.sum()
+
+
+@pytest.mark.parametrize("objectives", [("latency",), ("latency", "energy"), ("latency", "footprint")])
+@pytest.mark.parametrize("exhausted", [False, True])
+def test_best_first_visits_no_repeat_and_proves_the_enumerations_answer(
+    objectives: tuple[str, ...], exhausted: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Best-first never visits a repeat and still proves the enumeration's answer; with no structure bounded
+    out (`exhausted`: the order runs to its end), the repeats count as left out, not as unexplored."""
+    from mapper.bounds import StructureBounds
+    from mapper.search import tune
+    from mapper.settings import SearchSettings
+    from mapper.strategies.objective import Evaluator
+
+    p = einsum("bk,kn->bn", {"b": 1, "k": 6, "n": 20}, dtype="bf16", weight=1)
+    t = every_tile_target("trn1")
+    params = t.space(p).params[:4]
+    rep = repeated_structures(p, {q.name: q.choices for q in params})
+    assert rep.mean() > 0.8
+    settings = dict(objectives=objectives, max_seconds=600)
+    exact = tune(p, t, SearchSettings(strategy="exhaustive", **settings), validate=False)
+    visited: list[tuple[object, ...]] = []
+    visit = Evaluator.visit
+
+    def record(ev: Evaluator, fixed: dict[str, object]) -> None:
+        visited.append(tuple(fixed[n] for n in TILE_PARAMS))
+        visit(ev, fixed)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Evaluator, "visit", record)
+    if exhausted:
+        monkeypatch.setattr(StructureBounds, "bounded_out", staticmethod(lambda bound, best: False))
+    bb = tune(p, t, SearchSettings(strategy="bestfirst", **settings), validate=False)
+    codes = [tuple(q.choices.index(v) for q, v in zip(params, key, strict=True)) for key in visited]
+    assert visited and not any(rep[c] for c in codes)
+    assert not exhausted or len(objectives) > 1 or len(visited) == int((~rep).sum())
+    cert = bb.certificate
+    assert cert is not None and cert.unexplored == 0 and cert.scored + cert.pruned_by_bound == cert.structures_total
+    if len(objectives) == 1:
+        assert bb.best_value() == exact.best_value()
+    else:
+        values = lambda r: sorted(tuple(q.values[o] for o in objectives) for q in r.pareto)  # noqa: E731
+        np.testing.assert_allclose(np.array(values(bb)), np.array(values(exact)), rtol=1e-12)
