@@ -226,14 +226,15 @@ def cell_blocks(
         keep = Canonical.of(~repeats[at], choices, at * per_stat)
         one_stat = keep.narrowed(one_stat)
         n_ts = len(one_stat["tile_stat"])
+        asked = None if live is None else keep.mask(live[at * per_stat : (at + 1) * per_stat])  # (every split's)
         for _, split, lat, floors in split_cells(
             problem, hw, one_stat, consts, energy=energy, footprint=footprint, k_least=True
         ):
             assert floors is not None
             groups = ~dominated_rows(_rows(hw, lat, floors, objectives), front)  # ([case,] tile_stat, tile_mov)
             open_groups = np.asarray(groups.reshape(-1, n_ts, len(one_stat["tile_mov"])).any(axis=0))
-            if live is not None:  # (tile_stat, tile_mov, tile_k) of this stationary choice: live and not screened out
-                mask = keep.mask(live[at * per_stat : (at + 1) * per_stat]) & open_groups[:, :, None]
+            if asked is not None:  # (tile_stat, tile_mov, tile_k) of this stationary choice: live and not screened out
+                mask = asked & open_groups[:, :, None]
                 stats = np.flatnonzero(mask.any(axis=(1, 2)))
                 if footprint:
                     for i in stats.tolist():

@@ -83,7 +83,11 @@ class Canonical:
 
     def mask(self, whole: np.ndarray) -> np.ndarray:
         """A mask over every (tile_stat, tile_mov, tile_k) of the stationary choice, cut to the kept ones."""
-        return whole.reshape(-1, self.n_tm, self.n_tk)[np.ix_(self.ts, self.tm, self.tk)]
+        cut = whole.reshape(-1, self.n_tm, self.n_tk)
+        for axis, kept in enumerate((self.ts, self.tm, self.tk)):  # (an axis at a time: far less than `np.ix_`)
+            if len(kept) < cut.shape[axis]:
+                cut = np.take(cut, kept, axis=axis)
+        return cut
 
     def spread(self, i: int, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
         """Kept tile_stat choice `i`'s rows as runs of the whole numbering: one run over every (tile_mov, tile_k)
