@@ -177,6 +177,7 @@ def cell_blocks(
     objectives: tuple[str, ...],
     front: np.ndarray | None = None,
     live: np.ndarray | None = None,
+    repeats: np.ndarray | None = None,
 ) -> Iterator[tuple[int, np.ndarray]] | None:
     """``(first structure, rows)`` per (stationary choice, core split): the cells of a run of structures.
 
@@ -189,11 +190,11 @@ def cell_blocks(
     out (`mapper.bounds.StructureRepeats`) and the others priced as their own sub-space; a split is first
     bounded per (tile_stat, tile_mov) over every tile_k choice at once (`split_cells`' ``k_least``), and only
     the tile_stat choices with a group the front does not dominate are priced tile by tile, one run per
-    tile_stat choice (`repeats.Canonical.spread`): the structures
-    of a group the front dominates there have every point of that split dominated, so their rows are
-    left out (`mapper.bounds.FrontCellBlocks`). With footprint the groups are bounded case by case
-    (`refetch.footprint_cases`: a group is left out when the front dominates every case) and the rows
-    priced tile by tile are one per split (without the cases: still floors of every point, looser).
+    tile_stat choice (`repeats.Canonical.spread`): the structures of a group the front dominates there have
+    every point of that split dominated, so their rows are left out (`mapper.bounds.FrontCellBlocks`). With
+    footprint the groups are bounded case by case (`refetch.footprint_cases`: a group is left out when the
+    front dominates every case) and the rows priced tile by tile are one per split (without the cases: still
+    floors of every point, looser). `repeats`: `repeats.repeated_structures`, flat, when the caller keeps it.
 
     With `live` too (a mask over the structures: those whose outcome is asked; the rows of the others may be
     left out, `mapper.bounds.FrontCellBlocks`), only tile_stat choices with a live structure are priced, and
@@ -208,9 +209,9 @@ def cell_blocks(
     choices = {p.name: p.choices for p in space.params}
     per_stat = math.prod(len(choices[n]) for n in TILE_PARAMS[1:])
     energy, footprint = "energy" in objectives, "footprint" in objectives
-    cased = latency_cased(objectives)
-    yield_ = CaseYield()
-    repeats = repeated_structures(problem, choices) if front is not None else None
+    cased, yield_ = latency_cased(objectives), CaseYield()
+    if front is not None:
+        repeats = repeated_structures(problem, choices) if repeats is None else repeats.reshape(-1, per_stat)
 
     def one(at: int) -> Iterator[tuple[int, np.ndarray]]:
         one_stat = {**choices, "stationary": (choices["stationary"][at],)}

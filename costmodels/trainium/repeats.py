@@ -71,7 +71,9 @@ class Canonical:
 
     @classmethod
     def of(cls, keep: np.ndarray, choices: dict[str, tuple[Choice, ...]], first: int) -> Canonical:
-        """From the (tile_stat, tile_mov, tile_k) mask of the structures kept (a product of one mask per choice)."""
+        """From the (tile_stat, tile_mov, tile_k) mask of the structures kept (a product of one mask per choice; flat
+        or in that shape)."""
+        keep = keep.reshape(-1, len(choices["tile_mov"]), len(choices["tile_k"]))
         ts, tm, tk = (np.flatnonzero(keep.any(axis=ax)) for ax in ((1, 2), (0, 2), (0, 1)))
         return cls(ts, tm, tk, len(choices["tile_mov"]), len(choices["tile_k"]), first)
 

@@ -226,7 +226,8 @@ class TrainiumTarget(FamilyTarget[Prepared]):
         if prep.reasons:
             return None
         consts = self._run_consts(problem)
-        return cell_blocks(problem, self.hardware, prep.space, consts, names, objectives, front, live)
+        repeats = None if front is None else self.structure_repeats(problem, names)  # (kept for the problem)
+        return cell_blocks(problem, self.hardware, prep.space, consts, names, objectives, front, live, repeats)
 
     def structure_repeats(self, problem: Problem, names: tuple[str, ...]) -> np.ndarray | None:
         """Which structures of `names` (`bounds.TILE_PARAMS` only, else None) repeat another point for point

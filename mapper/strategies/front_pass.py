@@ -26,6 +26,7 @@ the pass left live; 3.5 s to 2.2 s, once by hand outside `bench/`).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator
 
@@ -197,11 +198,11 @@ class OpenRows:
 
 
 def repeated(target: Target, problem: Problem, names: tuple[str, ...]) -> Callable[[], np.ndarray | None]:
-    """The target's structures that repeat another point for point (`StructureRepeats`), when asked (None: none
-    known)."""
+    """The target's structures that repeat another point for point (`StructureRepeats`), asked once when first
+    wanted (None: none known)."""
     if not isinstance(target, StructureRepeats):
         return lambda: None
-    return lambda: target.structure_repeats(problem, names)
+    return functools.cache(lambda: target.structure_repeats(problem, names))  # (asked by the order and the pass)
 
 
 class LivePass:
@@ -241,8 +242,7 @@ class LivePass:
         self.open_rows = OpenRows().close()
         self.rows_out = 0
         # which structures repeat another point for point (`StructureRepeats`), and how many of them the pass left out
-        self.repeats, self.repeated = repeats, 0
-        self._repeats_mask: np.ndarray | None = None
+        self.repeats, self.repeated = repeats or (lambda: None), 0
 
     def note(self, several: bool) -> str:
         """What the passes did, for the result's notes (after the first pass ran: `live` set)."""
@@ -295,7 +295,7 @@ class LivePass:
             return
         if self.seeds is not None:  # (floors, visit): a front along its whole length for the pass
             floors, visit = self.seeds
-            for i in seed_structures(self.flat, floors(), skip=self._repeated()).tolist():
+            for i in seed_structures(self.flat, floors(), skip=self.repeats()).tolist():
                 if self.stop():
                     break
                 if self.key(i) not in self.seen and self.key(i) not in self.dropped:
@@ -316,7 +316,7 @@ class LivePass:
         decided = [self.index(k) for k in self.seen | self.dropped]  # counted already: scored or left out
         self.after = len(self.seen)
         self.pruned = int((~live).sum()) - int((~live[decided]).sum()) if decided else int((~live).sum())
-        repeated = self._repeated()
+        repeated = self.repeats()
         if repeated is not None:  # (never live: `FrontCellBlocks` leaves them out)
             self.repeated = int(repeated.sum()) - (int(repeated[decided].sum()) if decided else 0)
         live[decided] = False
@@ -332,12 +332,6 @@ class LivePass:
                 yield self.key(i), float(self.flat[i])
                 self.open_seeded += 1
         yield from self._live_visits(idx[np.argsort(self.flat[idx], kind="stable")], live, front)
-
-    def _repeated(self) -> np.ndarray | None:
-        """The structures that repeat another point for point (`StructureRepeats`), asked once; None: not known."""
-        if self._repeats_mask is None and self.repeats is not None:
-            self._repeats_mask = self.repeats()
-        return self._repeats_mask
 
     def _rows_out(self, structures: np.ndarray, live: np.ndarray) -> bool:
         """Leave out the live `structures` whose rows the pass left open the front now dominates, each one (`OpenRows`:
