@@ -315,7 +315,10 @@ class JobStore:
         return self.get(job_id) if done == 1 else None
 
     def pulse(self, job_id: str, worker: str, progress: JobProgress | None = None) -> bool:
-        """Heartbeat a claimed job (with its progress); True if its client asked it to stop."""
+        """Heartbeat a claimed job (with its progress); True if its client asked it to stop.
+
+        Only a running job is touched: a beat that read the progress before the job's last report and
+        lands after `finish` must not write the older progress over the finished row's."""
         values: dict[str, Any] = {"heartbeat_at": time.time()}
         if progress is not None:
             values |= {
@@ -325,7 +328,11 @@ class JobStore:
                 "best": progress.best,
             }
         with self.transaction() as c:
-            c.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.worker == worker).values(**values))
+            c.execute(
+                update(jobs)
+                .where(jobs.c.id == job_id, jobs.c.worker == worker, jobs.c.state == "running")
+                .values(**values)
+            )
             return bool(c.execute(select(jobs.c.cancel_requested).where(jobs.c.id == job_id)).scalar())
 
     def finish(

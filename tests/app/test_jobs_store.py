@@ -108,6 +108,18 @@ def test_cancel_queued_at_once_running_by_request(any_settings: Settings) -> Non
     assert store.pulse(r, "w", JobProgress(done=1, total=9, unit="trials"))  # the worker hears it
 
 
+def test_a_late_heartbeat_leaves_a_finished_job_as_it_ended(any_settings: Settings) -> None:
+    # the beat thread read the progress before the job's last report and lands after `finish`
+    store = _store(any_settings)
+    a, _ = _submit(store)
+    store.claim("w")
+    assert store.finish(a, "w", state="succeeded", result="{}", progress=JobProgress(done=3, total=3, unit="targets"))
+    store.pulse(a, "w", JobProgress(done=2, total=3, unit="targets"))
+    job = JobStore(store.url).get(a)  # another process's view: from the database, not this one's memory
+    assert job is not None and job.state == "succeeded"
+    assert (job.progress.done, job.progress.total) == (3, 3)
+
+
 def test_a_job_whose_worker_stopped_heartbeating_is_requeued(any_settings: Settings) -> None:
     store = _store(any_settings, stale=0.3)
     a, _ = _submit(store)

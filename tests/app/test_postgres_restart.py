@@ -45,14 +45,24 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _wait_for(what: str, check: Callable[[], bool], timeout: float) -> None:
+def _wait_for(what: str, check: Callable[[], bool], timeout: float, seen: Callable[[], object] = str) -> None:
+    """Wait until `check()`; on a time-out, fail saying what `seen()` shows then (the jobs, say)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         with contextlib.suppress(httpx.HTTPError):
             if check():
                 return
         time.sleep(0.1)
-    pytest.fail(f"{what}: not within {timeout} s")
+    try:
+        state = seen()
+    except httpx.HTTPError as e:
+        state = f"(could not ask: {type(e).__name__}: {e})"
+    pytest.fail(f"{what}: not within {timeout} s; {state}")
+
+
+def _jobs(c: httpx.Client) -> list[tuple[object, ...]]:
+    every = c.get("/v1/tunings", params={"limit": 100}).json()["items"]
+    return [(j["id"][:8], j["kind"], j["state"], j["worker"], j["attempts"], j["progress"], j["error"]) for j in every]
 
 
 def _stop(proc: subprocess.Popen[str]) -> str:
@@ -144,6 +154,7 @@ def test_postgres_restart_mid_job_loses_nothing(cluster: PrivateCluster) -> None
                     c.get(f"/v1/tunings/{i}").json()["state"] in ("succeeded", "failed", "cancelled") for i in ids
                 ),
                 120,
+                lambda: _jobs(c),
             )
             final = {i: c.get(f"/v1/tunings/{i}").json() for i in ids}
             for job in final.values():
@@ -156,5 +167,6 @@ def test_postgres_restart_mid_job_loses_nothing(cluster: PrivateCluster) -> None
             assert every and all(j["state"] == "succeeded" for j in every), [(j["state"], j["error"]) for j in every]
     finally:
         logs = _stop(worker) + _stop(serve)
+        print(logs[-20000:])  # pytest shows it when the test fails: what the server and worker said
     # the outage was met and waited out (not missed because the jobs had already ended)
     assert "storage unreachable" in logs, logs[-3000:]
