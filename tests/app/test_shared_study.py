@@ -116,7 +116,7 @@ def test_a_shared_study_runs_exactly_its_budget_over_two_workers(
     pg_settings: Settings, procs: list[subprocess.Popen[str]]
 ) -> None:
     store = JobStore(pg_settings.storage_url, stale_seconds=pg_settings.stale_seconds)
-    budget = 60
+    budget = 30
     for _ in range(2):
         _spawn(procs, pg_settings)
     _until("two workers registered", lambda: len(store.live_workers()) == 2, 60)

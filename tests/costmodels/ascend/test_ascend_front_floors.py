@@ -99,6 +99,8 @@ def test_a_structure_whose_chunks_fit_l1_only_apart_has_no_floor() -> None:
     p = einsum("mk,kn->mn", {"m": 4096, "k": 4096, "n": 4096}, dtype="bf16", weight=1)
     prep = t.prepared(p)
     params = {q.name: q for q in prep.space.params}
+    names = [n for n in params if n in ("base_k", "l1_k", "l1_m", "l1_n", "double_buffer")]
+    rows = cube_structure_front_floors(prep, tuple(names), OBJECTIVES)
     found = 0
     for bk, lk, lm, ln in itertools.product(
         params["base_k"].choices, params["l1_k"].choices, params["l1_m"].choices, params["l1_n"].choices
@@ -119,8 +121,6 @@ def test_a_structure_whose_chunks_fit_l1_only_apart_has_no_floor() -> None:
         )
         if res["ok"].any() or not (others & apart).any():
             continue
-        rows = cube_structure_front_floors(prep, tuple(n for n in params if n in fixed), OBJECTIVES)
-        names = [n for n in params if n in fixed]
         at = int(
             np.ravel_multi_index(
                 [params[n].choices.index(fixed[n]) for n in names], [len(params[n].choices) for n in names]
