@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
-from app.api import body_limit, errors, examples_engine, fast_reads, openapi_statuses
+from app.api import body_limit, errors, examples_engine, fast_reads, openapi_security, openapi_statuses
 from app.api.deps import Reader
 from app.api.routes import health, mappings, metrics, models, problems, targets, tunings, workloads
 from app.jobs.store import JobStore
@@ -50,6 +50,7 @@ def create_app(settings: Settings | None = None, on_shutdown: Callable[[], None]
     app.state.settings = settings
     app.state.validation_slots = threading.BoundedSemaphore(settings.max_validations)  # /v1/mappings/validate
     errors.install(app)
+    openapi_security.document_security(app, settings)  # the token each route needs, as the settings say
     openapi_statuses.document_statuses(app)  # every status a route answers, in the document
     examples_engine.document_examples(app)  # the engine routes' examples, found when the document is built
     app.include_router(health.router)

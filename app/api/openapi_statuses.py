@@ -4,7 +4,7 @@ The routes declare what their handlers raise (404, 409, 422, 429...); the layers
 answer more, the same way for every route of a kind. `document_statuses` adds those to each
 operation of the served document, unless the route describes the code itself:
 
-- 401 on every operation with a security requirement (when the service sets TM_API_TOKENS);
+- 401 on every operation that requires a token (`app.api.openapi_security`: when the service sets TM_API_TOKENS);
 - 400 (a body that cannot be parsed: not UTF-8, nested too deeply) and 413 (over TM_MAX_BODY_BYTES,
   TM_MAX_MODEL_BYTES under /v1/models/) on every operation with a request body;
 - 415 on every operation whose body is JSON only (`app.api.json_body`);
@@ -51,7 +51,7 @@ def add_statuses(document: dict[str, Any]) -> dict[str, Any]:
             if not isinstance(op, dict) or "responses" not in op:
                 continue
             extra: dict[str, str] = {}
-            if op.get("security"):
+            if op.get("security") and {} not in op["security"]:  # ({}: the token is optional)
                 extra["401"] = UNAUTHORIZED
             if "requestBody" in op:
                 extra |= {"400": UNPARSABLE, "413": TOO_LARGE}

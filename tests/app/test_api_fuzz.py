@@ -52,8 +52,9 @@ APP = Forward()
 
 
 def load_schema() -> schemathesis.BaseSchema:
-    """The app's own document (building it touches no storage), sending to APP."""
-    loaded = schemathesis.openapi.from_dict(create_app(Settings()).openapi())
+    """The app's own document as the `app` fixture serves it (tokens on every route: the document asks for one
+    where the settings do, `app.api.openapi_security`; building it touches no storage), sending to APP."""
+    loaded = schemathesis.openapi.from_dict(create_app(Settings(api_tokens=TOKEN, auth_reads=True)).openapi())
     loaded.app = APP
     return loaded
 

@@ -186,11 +186,15 @@ def documented(app: Any, method: str, path: str) -> set[str]:
 
 def test_every_secured_route_documents_401_and_every_body_route_400_413_415(settings: Settings) -> None:
     app = create_app(settings)
+    secured = create_app(settings.model_copy(update={"api_tokens": "t", "auth_reads": True})).openapi()["paths"]
+    assert sum(bool(op.get("security")) for item in secured.values() for op in item.values()) > 10
+    for path, item in secured.items():
+        for method, op in item.items():
+            assert ("401" in op["responses"]) is bool(op.get("security")), (method, path)
     for path, item in app.openapi()["paths"].items():
         for method, op in item.items():
             codes = set(op["responses"])
-            if op.get("security"):
-                assert "401" in codes, (method, path)
+            assert "401" not in codes and not op.get("security"), (method, path)  # no tokens: nothing asks for one
             if "requestBody" in op:
                 assert {"400", "413", "415"} <= codes, (method, path)
             for code, response in op["responses"].items():

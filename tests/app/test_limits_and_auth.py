@@ -75,3 +75,42 @@ def test_auth_reads_guards_reads_but_not_health(tmp_path: Path) -> None:
 def test_without_tokens_everything_is_open(tmp_path: Path) -> None:
     with _client(tmp_path) as c:
         assert c.post("/v1/tunings", json={"problem": MATMUL, "target": "trn2"}).status_code == 202
+
+
+def _needs_token(op: dict) -> bool:
+    return bool(op.get("security")) and {} not in op["security"]
+
+
+@pytest.mark.parametrize(
+    ("settings", "writes", "reads"),
+    [({}, False, False), ({"api_tokens": "t"}, True, False), ({"api_tokens": "t", "auth_reads": True}, True, True)],
+    ids=["no tokens", "tokens", "tokens and auth_reads"],
+)
+def test_the_document_asks_for_a_token_exactly_where_the_service_does(
+    tmp_path: Path, settings: dict, writes: bool, reads: bool
+) -> None:
+    """A client (or a fuzzer's auth checks) reading the document meets what the service enforces: a route
+    the document says needs a token answers 401 without one, and a route it leaves open answers without."""
+    with _client(tmp_path, **settings) as c:
+        doc = c.get("/openapi.json").json()
+        ops = {(m.upper(), p): op for p, item in doc["paths"].items() for m, op in item.items()}
+        assert ("securitySchemes" in doc.get("components", {})) is writes
+        job = c.post("/v1/tunings", json={"problem": MATMUL, "target": "trn2"}, headers={"Authorization": "Bearer t"})
+        calls = {
+            ("POST", "/v1/tunings"): lambda: c.post("/v1/tunings", json={"problem": MATMUL, "target": "rngd"}),
+            ("POST", "/v1/tunings/{job_id}/cancel"): lambda: c.post(f"/v1/tunings/{job.json()['id']}/cancel"),
+            ("GET", "/v1/tunings"): lambda: c.get("/v1/tunings"),
+            ("GET", "/v1/targets"): lambda: c.get("/v1/targets"),
+            ("POST", "/v1/problems/analyze"): lambda: c.post("/v1/problems/analyze", json=MATMUL),
+            ("GET", "/v1/health"): lambda: c.get("/v1/health"),
+        }
+        for (method, path), call in calls.items():
+            needed = _needs_token(ops[(method, path)])
+            assert needed is (writes if method == "POST" and path.startswith("/v1/tunings") else reads and
+                              path != "/v1/health"), (method, path)  # fmt: skip
+            assert (call().status_code == 401) is needed, (method, path)
+            assert ("401" in ops[(method, path)]["responses"]) is needed, (method, path)
+        # every operation: a token is required, optional or not asked for, as the settings say
+        for (method, path), op in ops.items():
+            if _needs_token(op):
+                assert writes and (reads or method != "GET"), (method, path)
