@@ -27,6 +27,8 @@ from workload.problem import Problem
 
 PRESETS = target_names()
 MAX_POINTS = 4000
+#: points of each space checked one by one against check/cost (each preset its own sample: `_rng`)
+COVER_POINTS, AGREE_POINTS = 60, 75
 #: spaces up to this many points are scanned whole for infeasible points; larger ones by a random sample
 SCAN_POINTS = 400_000
 
@@ -51,6 +53,11 @@ def _points(space: SearchSpace, rng: np.random.Generator) -> list[dict[str, obje
         idx = np.arange(n) if n <= 400 else rng.choice(n, size=400, replace=False)
         return [{k: _py(cols[k][i]) for k in names} for i in idx]
     return [{p.name: _py(p.choices[rng.integers(len(p.choices))]) for p in space.params} for _ in range(400)]
+
+
+def _rng(target: Target, seed: int) -> np.random.Generator:
+    """Each preset its own random points: the two presets of a family (alike spaces) check different ones."""
+    return np.random.default_rng((seed, PRESETS.index(target.name)))
 
 
 def _py(v: object) -> object:
@@ -94,9 +101,8 @@ def test_points_cover_space_and_cost_above_bound(target: Target, pname: str) -> 
     assert space.size >= 1
     bound = target.lower_bound(problem)
     assert bound.cycles > 0 and math.isfinite(bound.cycles)
-    rng = np.random.default_rng(0)
     feasible = 0
-    for point in _points(space, rng)[:120]:
+    for point in _points(space, _rng(target, 0))[:COVER_POINTS]:
         mapping = target.mapping(problem, point)
         assert coverage_errors(problem, mapping) == [], point
         violations = target.check(problem, mapping)
@@ -119,8 +125,7 @@ def test_points_cover_space_and_cost_above_bound(target: Target, pname: str) -> 
 def test_score_batch_agrees_with_check_and_cost(target: Target, pname: str) -> None:
     problem = _problem_or_skip(target, pname)
     space = target.space(problem)
-    rng = np.random.default_rng(1)
-    points = _points(space, rng)[:150]
+    points = _points(space, _rng(target, 1))[:AGREE_POINTS]
     cols = {name: np.asarray([p[name] for p in points], dtype=object) for name in space.names()}
     cols = {k: (v.astype(type(v[0])) if len({type(x) for x in v}) == 1 else v) for k, v in cols.items()}
     score = target.score_batch(problem, cols)

@@ -9,6 +9,8 @@ searched exhaustively here (its grids pruned by the rule of `rngd.slices`, which
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from costmodels.protocol import SearchSpace
@@ -52,15 +54,26 @@ def balanced_space() -> SearchSpace:
 
 
 def exhaustive_best(space: SearchSpace) -> float:
-    """The least latency (seconds) over every point of the space, scored by the batch scorer in chunks."""
+    """The least latency (seconds) over every point of the space, scored by the batch scorer in chunks.
+
+    A chunk is whole blocks of the trailing parameters (those of at most 2^21 points): their codes are the same
+    in every block, so they are decoded once; only the leading parameters' codes are made per chunk.
+    """
     tables = build_tables(CONV, T.hw, space)
     assert tables is not None
     shape = tuple(len(p.choices) for p in space.params)
+    lead = next(i for i in range(1, len(shape) + 1) if math.prod(shape[i:]) <= 1 << 21)
+    block, blocks = math.prod(shape[lead:]), math.prod(shape[:lead])
+    per = max(1, (1 << 21) // block)  # blocks per chunk
+    tail = [np.tile(d, per) for d in np.unravel_index(np.arange(block), shape[lead:])]
     best = np.inf
-    for lo in range(0, space.size, 1 << 21):
-        digits = np.unravel_index(np.arange(lo, min(space.size, lo + (1 << 21))), shape)
+    for b0 in range(0, blocks, per):
+        b1 = min(blocks, b0 + per)
+        n = (b1 - b0) * block
+        head = [np.repeat(d, block) for d in np.unravel_index(np.arange(b0, b1), shape[:lead])]
+        digits = [*head, *(d[:n] for d in tail)]
         codes = {p.name: d for p, d in zip(space.params, digits, strict=True)}
-        best = min(best, float(score_codes(T.hw, tables, codes, len(digits[0]))["latency"].min()))
+        best = min(best, float(score_codes(T.hw, tables, codes, n)["latency"].min()))
     return best
 
 
