@@ -312,7 +312,10 @@ class JobStore:
                     attempts=jobs.c.attempts + 1,
                 )
             ).rowcount
-        return self.get(job_id) if done == 1 else None
+            # read back in the same transaction: a storage outage after the commit would otherwise leave the
+            # job running under this worker, which never heard of it, until its claim went stale
+            row = c.execute(select(jobs).where(jobs.c.id == job_id)).mappings().first() if done == 1 else None
+        return None if row is None else Job.from_row(row)
 
     def pulse(self, job_id: str, worker: str, progress: JobProgress | None = None) -> bool:
         """Heartbeat a claimed job (with its progress); True if its client asked it to stop.
