@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from app.jobs.models import JobProgress
 from app.jobs.store import JobStore
@@ -106,6 +107,22 @@ def test_cancel_queued_at_once_running_by_request(any_settings: Settings) -> Non
     after = store.cancel(r)
     assert after is not None and after.state == "running" and after.cancel_requested
     assert store.pulse(r, "w", JobProgress(done=1, total=9, unit="trials"))  # the worker hears it
+
+
+def test_a_claim_returns_its_job_from_the_claiming_transaction(
+    any_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a second read after the commit could meet a storage outage: the job would be running under a worker
+    # that never heard of it until its claim went stale
+    store = _store(any_settings)
+    a, _ = _submit(store)
+
+    def unreachable(job_id: str) -> None:
+        raise OperationalError("SELECT", {}, Exception("server closed the connection"))
+
+    monkeypatch.setattr(store, "get", unreachable)
+    job = store.claim("w")
+    assert job is not None and job.id == a and job.state == "running" and job.worker == "w" and job.attempts == 1
 
 
 def test_a_late_heartbeat_leaves_a_finished_job_as_it_ended(any_settings: Settings) -> None:
