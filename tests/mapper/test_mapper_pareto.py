@@ -20,12 +20,12 @@ P = matmul(1024, 512, 2048)
 
 
 def distinct_front(values: np.ndarray) -> set[tuple[float, ...]]:
-    """By definition: the distinct finite rows no row dominates."""
-    out = set()
-    for v in values:
-        if np.all(np.isfinite(v)) and not any(np.all(w <= v) and np.any(w < v) for w in values):
-            out.add(tuple(v.tolist()))
-    return out
+    """By definition: the distinct finite rows no row dominates (every pair of rows compared at once:
+    `dominates[w, v]` is row w <= row v everywhere and < somewhere)."""
+    le = np.all(values[:, None, :] <= values[None, :, :], axis=2)
+    lt = np.any(values[:, None, :] < values[None, :, :], axis=2)
+    kept = np.all(np.isfinite(values), axis=1) & ~np.any(le & lt, axis=0)
+    return {tuple(v.tolist()) for v in values[kept]}
 
 
 @pytest.mark.parametrize("k", [2, 3])

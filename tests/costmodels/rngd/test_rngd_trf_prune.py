@@ -11,6 +11,8 @@ where the TRF holds one N group per load.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -54,21 +56,30 @@ def _every_split(p: object) -> SearchSpace:
     return SearchSpace(params=params)
 
 
+@functools.cache
+def _every_split_evaluated(name: str) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """`_every_split` of a problem as columns and `evaluate` of them: once per problem for both tests below
+    (they only read them)."""
+    p = PROBLEMS[name]
+    cols = _every_split(p).columns()
+    return cols, evaluate(p, T.hardware, cols)
+
+
 def _choices(p: object) -> dict[str, tuple[object, ...]]:
     return {q.name: q.choices for q in T.space(p).params}  # type: ignore[arg-type]
 
 
-def _search_image(rem: list[int], t: int) -> int:
-    """The smallest candidate below ``t`` with no more loads and none larger, by trying each."""
-    tl, hl = trf_loads([np.array([x]) for x in rem], np.array([t]))
-    tn, hn = np.prod(tl), np.prod(hl)
+def _search_image(rem: list[np.ndarray], t: np.ndarray) -> np.ndarray:
+    """Per point, the smallest candidate below ``t`` with no more loads and none larger, by trying each
+    candidate in increasing order (every point at once: the first candidate that qualifies is kept)."""
+    tl, hl = trf_loads(rem, t)
+    tn, hn = np.prod(tl, axis=0), np.prod(hl, axis=0)
+    out, found = t.copy(), np.zeros(t.shape, dtype=bool)
     for c in TRF_CANDIDATES:
-        if c >= t:
-            break
-        cl, dl = trf_loads([np.array([x]) for x in rem], np.array([c]))
-        if np.prod(cl) <= tn and np.prod(dl) <= hn:
-            return c
-    return t
+        cl, dl = trf_loads(rem, np.full_like(t, c))
+        ok = ~found & (c < t) & (np.prod(cl, axis=0) <= tn) & (np.prod(dl, axis=0) <= hn)
+        out[ok], found = c, found | ok
+    return out
 
 
 @pytest.mark.parametrize("axes", [1, 2])
@@ -77,8 +88,7 @@ def test_the_image_is_the_smallest_dominating_candidate(axes: int) -> None:
     rem = [rng.integers(1, 90, 3000) for _ in range(axes)]
     t = np.where(rng.random(3000) < 0.5, rng.choice(TRF_CANDIDATES, 3000), rng.integers(1, 150, 3000))
     got = trf_image(rem, t)
-    want = [_search_image([int(x[i]) for x in rem], int(t[i])) for i in range(3000)]
-    assert got.tolist() == want
+    assert got.tolist() == _search_image(rem, t).tolist()
     assert (got < t).any() and (got == t).any()
     assert (trf_image(rem, got) == got).all()  # an image is its own image
 
@@ -91,8 +101,7 @@ def test_the_candidates_are_every_split_to_8_then_powers_of_two() -> None:
 @pytest.mark.parametrize("name", list(PROBLEMS))
 def test_pruned_splits_are_dominated_by_their_image_in_the_space(name: str) -> None:
     p = PROBLEMS[name]
-    cols = _every_split(p).columns()
-    res = evaluate(p, T.hardware, cols)
+    cols, res = _every_split_evaluated(name)
     pruned = res["bad:trf-split"]
     assert pruned.any(), "the problem should have splits that only pad"
     idx = np.flatnonzero(pruned)
@@ -112,17 +121,17 @@ def test_pruned_splits_are_dominated_by_their_image_in_the_space(name: str) -> N
 @pytest.mark.parametrize("name", list(PROBLEMS))
 def test_pruning_keeps_the_optimum_of_every_objective(name: str) -> None:
     p = PROBLEMS[name]
-    cols = _every_split(p).columns()
-    res = evaluate(p, T.hardware, cols)
+    _, res = _every_split_evaluated(name)
     before, after = _unpruned_feasible(res), res["feasible"]
     assert after.sum() < before.sum() and not (after & ~before).any()
     for key in OBJECTIVES:
         assert res[key][after].min() == res[key][before].min(), key
     kept = T.space(p)
-    kres = evaluate(p, T.hardware, kept.columns())
+    kept_cols = kept.columns()
+    kres = evaluate(p, T.hardware, kept_cols)
     for key in OBJECTIVES:
         assert kres[key][kres["feasible"]].min() == res[key][before].min(), key  # the kept space: same optima
-    score = T.score_batch(p, kept.columns())  # the mapper's scorer prunes the same points
+    score = T.score_batch(p, kept_cols)  # the mapper's scorer prunes the same points
     assert (np.asarray(score.feasible) == kres["feasible"]).all()
 
 

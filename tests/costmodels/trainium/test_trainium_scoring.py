@@ -6,7 +6,8 @@ equals `score_batch` in any order and chunk; the grid priced in one-point slabs 
 slabs copied) equals the grid priced in its default slabs (the one-core slab broadcast over the
 shard choices); the effect tables the grid reads agree with the order effects wherever the
 multiplied role has blocks; column dtypes other than the ones
-`SearchSpace.columns()` makes score the same; values outside the space are rejected naming the
+`SearchSpace.columns()` makes score the same (object columns on a shuffled sample of points, narrow
+integer and string columns on a whole sub-space); values outside the space are rejected naming the
 parameter; the pruned space keeps every distinct loop nest of the unpruned product of choices.
 """
 
@@ -198,7 +199,10 @@ def test_column_dtypes_and_order_of_rows_do_not_change_scores() -> None:
     cols = t.space(p).columns()
     ref = t.score_batch(p, cols)
     rng = np.random.default_rng(0)
-    perm = rng.permutation(len(cols["stationary"]))
+    # object columns take the slow per-value path: a seeded sample of the 373248 points in shuffled
+    # order (every choice of every parameter met), the narrow dtypes below on a whole sub-space
+    perm = rng.choice(len(cols["stationary"]), size=20_000, replace=False)
+    assert all(set(np.unique(v[perm])) == set(np.unique(v)) for v in cols.values())
     objects = {k: np.asarray(list(v[perm]), dtype=object) for k, v in cols.items()}
     other = t.score_batch(p, objects)
     for k in ref.objectives:
