@@ -21,6 +21,7 @@ from typing import Any
 from fastapi import FastAPI
 
 from app.api.openapi_document import amend
+from app.api.openapi_security import token_optional
 
 PROBLEM = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
 
@@ -51,7 +52,7 @@ def add_statuses(document: dict[str, Any]) -> dict[str, Any]:
             if not isinstance(op, dict) or "responses" not in op:
                 continue
             extra: dict[str, str] = {}
-            if op.get("security") and {} not in op["security"]:  # ({}: the token is optional)
+            if op.get("security") and not token_optional(op):
                 extra["401"] = UNAUTHORIZED
             if "requestBody" in op:
                 extra |= {"400": UNPARSABLE, "413": TOO_LARGE}
