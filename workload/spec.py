@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictInt, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictInt, TypeAdapter, ValidationError, WithJsonSchema
 
 from workload.conv2d import conv2d
 from workload.einsum import einsum
@@ -23,6 +23,24 @@ from workload.errors import ProblemError
 from workload.problem import MAX_AXIS_SIZE, Problem, ReduceOp
 
 IntOrPair = StrictInt | tuple[StrictInt, StrictInt]
+
+
+def _documented_least(least: int, pair: bool = True) -> WithJsonSchema:
+    """The JSON schema of an int (or a pair of ints) no smaller than `least`. Documentation only: the front-ends
+    validate the value and say what is wrong with it (``stride of 0 is meaningless: use 1 or more``)."""
+    one: dict[str, JsonValue] = {"type": "integer", "minimum": least}
+    both: dict[str, JsonValue] = {"type": "array", "items": one, "minItems": 2, "maxItems": 2}
+    return WithJsonSchema({"anyOf": [one, both]} if pair else one)
+
+
+#: a count (batch, channels, sides, groups), documented as at least 1
+Count = Annotated[StrictInt, _documented_least(1, pair=False)]
+#: kernel, stride or dilation: at least 1, one for both sides or a pair
+PositivePair = Annotated[IntOrPair, _documented_least(1)]
+#: padding: at least 0
+PaddingPair = Annotated[IntOrPair, _documented_least(0)]
+#: an axis size, documented as 1..MAX_AXIS_SIZE
+AxisSize = Annotated[StrictInt, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_AXIS_SIZE})]
 
 EINSUM_EXAMPLES: list[dict[str, Any]] = [
     {
@@ -96,7 +114,7 @@ class EinsumSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": cast(list[JsonValue], EINSUM_EXAMPLES)})
     kind: Literal["einsum"] = "einsum"
     expr: str = Field(description="the einsum; compact inputs are named A, B and the output Y")
-    sizes: dict[str, StrictInt] = Field(description=f"axis name -> size (1..{MAX_AXIS_SIZE})")
+    sizes: dict[str, AxisSize] = Field(description=f"axis name -> size (1..{MAX_AXIS_SIZE})")
     dtype: str | dict[str, str] = Field(default="bf16", description="one dtype for every input, or input -> dtype")
     out_dtype: str | None = Field(default=None, description="output dtype; default the accumulation type")
     reduce_op: ReduceOp = "add"
@@ -125,16 +143,16 @@ class Conv2dSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": cast(list[JsonValue], CONV2D_EXAMPLES)})
     kind: Literal["conv2d"] = "conv2d"
-    batch: StrictInt = Field(default=1, description="batch_size")
-    in_channels: StrictInt
-    out_channels: StrictInt
-    input_height: StrictInt
-    input_width: StrictInt
-    kernel: IntOrPair = Field(description="kernel_size: (kernel_height, kernel_width) or one int for both")
-    stride: IntOrPair = 1
-    padding: IntOrPair = Field(default=0, description="zero padding on each side: (height, width)")
-    dilation: IntOrPair = 1
-    groups: StrictInt = Field(default=1, description="divides both channel counts; in_channels for depthwise")
+    batch: Count = Field(default=1, description="batch_size")
+    in_channels: Count
+    out_channels: Count
+    input_height: Count
+    input_width: Count
+    kernel: PositivePair = Field(description="kernel_size: (kernel_height, kernel_width) or one int for both")
+    stride: PositivePair = 1
+    padding: PaddingPair = Field(default=0, description="zero padding on each side: (height, width)")
+    dilation: PositivePair = 1
+    groups: Count = Field(default=1, description="divides both channel counts; in_channels for depthwise")
     dtype: str = Field(default="bf16", description="activation dtype")
     weights_dtype: str | None = Field(default=None, description="weight dtype; default the activation dtype")
     out_dtype: str | None = Field(default=None, description="output dtype; default the accumulation type")

@@ -13,6 +13,7 @@ from workload.canonical import content_hash
 from workload.conv2d import as_conv2d, conv2d
 from workload.einsum import einsum
 from workload.errors import ProblemError
+from workload.problem import MAX_AXIS_SIZE
 from workload.spec import (
     CONV2D_EXAMPLES,
     EINSUM_EXAMPLES,
@@ -153,3 +154,16 @@ def test_shape_errors_name_the_field(data: Any, token: str) -> None:
 )
 def test_value_errors_come_from_the_front_ends(data: Any, token: str) -> None:
     assert _error(data).token == token
+
+
+def test_the_schema_documents_the_least_values_the_front_ends_enforce() -> None:
+    """A client (or a fuzzer) reading the schema sees the bounds; the values are still checked by the front-ends,
+    which say what is wrong (`test_value_errors_come_from_the_front_ends`)."""
+    conv = Conv2dSpec.model_json_schema()["properties"]
+    for name in ("batch", "in_channels", "out_channels", "input_height", "input_width", "groups"):
+        assert conv[name]["minimum"] == 1, name
+    for name, least in (("kernel", 1), ("stride", 1), ("dilation", 1), ("padding", 0)):
+        one, pair = conv[name]["anyOf"]
+        assert one["minimum"] == least and pair["items"]["minimum"] == least and pair["maxItems"] == 2, name
+    sizes = EinsumSpec.model_json_schema()["properties"]["sizes"]["additionalProperties"]
+    assert (sizes["minimum"], sizes["maximum"]) == (1, MAX_AXIS_SIZE)
