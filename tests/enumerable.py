@@ -9,11 +9,12 @@ against enumeration on small problems in tests/costmodels/trainium/test_trainium
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from costmodels.protocol import SearchSpace
+from costmodels.protocol import Choice, Param, SearchSpace
 from costmodels.registry import get_target
 
 
@@ -37,3 +38,20 @@ def random_subgrid(space: SearchSpace, rng: np.random.Generator, points: int) ->
         budget /= take
     grid = np.meshgrid(*picks, indexing="ij")
     return {p.name: g.reshape(-1).astype(np.intp) for p, g in zip(space.params, grid, strict=True)}
+
+
+def narrowed(space: SearchSpace, choices: Mapping[str, tuple[Choice, ...]]) -> SearchSpace:
+    """`space` with the named parameters' choices replaced by `choices` (the others, and every parameter's order
+    and doc, as they are): a sub-space to enumerate, e.g. one slab per choice of a wide parameter."""
+    return SearchSpace(
+        params=tuple(Param(name=p.name, choices=choices[p.name], doc=p.doc) if p.name in choices else p
+                     for p in space.params)
+    )  # fmt: skip
+
+
+def columns_at(space: SearchSpace, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """`space.columns()` at the enumeration indices `rows` only (the same values and dtypes), without building
+    the whole product (spaces of tens of millions of points)."""
+    digits = np.unravel_index(rows, tuple(len(p.choices) for p in space.params))
+    # each parameter's choices as `columns()` types them (a one-parameter space's column is its choices)
+    return {p.name: SearchSpace(params=(p,)).columns()[p.name][d] for p, d in zip(space.params, digits, strict=True)}

@@ -25,22 +25,24 @@ from workload.problem import MAX_AXIS_SIZE, Problem, ReduceOp
 IntOrPair = StrictInt | tuple[StrictInt, StrictInt]
 
 
-def _documented_least(least: int, pair: bool = True) -> WithJsonSchema:
-    """The JSON schema of an int (or a pair of ints) no smaller than `least`. Documentation only: the front-ends
+def _documented_range(least: int, most: int | None = None, pair: bool = True) -> WithJsonSchema:
+    """The JSON schema of an int (or a pair of ints) from `least` (to `most`). Documentation only: the front-ends
     validate the value and say what is wrong with it (``stride of 0 is meaningless: use 1 or more``)."""
     one: dict[str, JsonValue] = {"type": "integer", "minimum": least}
+    if most is not None:
+        one["maximum"] = most
     both: dict[str, JsonValue] = {"type": "array", "items": one, "minItems": 2, "maxItems": 2}
     return WithJsonSchema({"anyOf": [one, both]} if pair else one)
 
 
 #: a count (batch, channels, sides, groups), documented as at least 1
-Count = Annotated[StrictInt, _documented_least(1, pair=False)]
+Count = Annotated[StrictInt, _documented_range(1, pair=False)]
 #: kernel, stride or dilation: at least 1, one for both sides or a pair
-PositivePair = Annotated[IntOrPair, _documented_least(1)]
+PositivePair = Annotated[IntOrPair, _documented_range(1)]
 #: padding: at least 0
-PaddingPair = Annotated[IntOrPair, _documented_least(0)]
+PaddingPair = Annotated[IntOrPair, _documented_range(0)]
 #: an axis size, documented as 1..MAX_AXIS_SIZE
-AxisSize = Annotated[StrictInt, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_AXIS_SIZE})]
+AxisSize = Annotated[StrictInt, _documented_range(1, MAX_AXIS_SIZE, pair=False)]
 
 EINSUM_EXAMPLES: list[dict[str, Any]] = [
     {

@@ -19,7 +19,6 @@ import pytest
 from typer.testing import CliRunner
 
 from app.cli import app
-from costmodels.protocol import Param, SearchSpace
 from costmodels.registry import FAMILIES, get_target, target_names
 from mapper.cache import tune_cached
 from mapper.keys import cost_model_version, problem_hash
@@ -28,6 +27,7 @@ from mapper.result import TuneResult
 from mapper.search import tune, tune_as_given
 from mapper.settings import SearchSettings
 from mapper.strategies import split_params
+from tests.enumerable import narrowed
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
@@ -70,9 +70,9 @@ def whole_space_optimum(preset: str, problem: Problem) -> float:
     space = target.space(problem)
     widest = max(range(len(space.params)), key=lambda i: len(space.params[i].choices))
     best, scored = math.inf, 0
-    for choice in space.params[widest].choices:
-        params = tuple(Param(name=q.name, choices=(choice,)) if i == widest else q for i, q in enumerate(space.params))
-        score = target.score_batch(problem, SearchSpace(params=params).columns())
+    wide = space.params[widest]
+    for choice in wide.choices:
+        score = target.score_batch(problem, narrowed(space, {wide.name: (choice,)}).columns())
         lat = np.where(np.asarray(score.feasible, dtype=bool), np.asarray(score.objectives["latency"]), np.inf)
         best, scored = min(best, float(lat.min())), scored + lat.size
     assert scored == space.size

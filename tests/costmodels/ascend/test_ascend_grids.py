@@ -24,6 +24,7 @@ from costmodels.registry import get_target
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from tests.costmodels.ascend.old_grids import old_core_grids
+from tests.enumerable import narrowed
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
@@ -80,7 +81,7 @@ def _restricted(space: SearchSpace, grids: tuple[str, ...]) -> SearchSpace:
     ch = {p.name: p.choices for p in space.params}
     cut = {"base_m": spread(ch["base_m"]), "base_n": spread(ch["base_n"]), "core_grid": grids}
     cut |= {"base_k": ch["base_k"][:1], "l1_k": ch["l1_k"][:1]}
-    return SearchSpace(params=tuple(Param(name=p.name, choices=cut.get(p.name, p.choices)) for p in space.params))  # type: ignore[arg-type]
+    return narrowed(space, cut)  # type: ignore[arg-type]
 
 
 def side_witness(axes: tuple[tuple[str, int], ...], inner: tuple[int, ...], side: Side, kept: set[Side]) -> Side:

@@ -7,11 +7,12 @@ import numpy as np
 import pytest
 
 from costmodels.ir import coverage_errors
-from costmodels.protocol import Choice, SearchSpace
+from costmodels.protocol import Choice
 from costmodels.registry import get_target
 from costmodels.rngd.factors import factors
 from costmodels.rngd.target import RngdTarget
 from tests.costmodels.rngd.points import BASE
+from tests.enumerable import columns_at
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
@@ -74,23 +75,13 @@ AGREE = {
 }
 
 
-def _columns_at(space: SearchSpace, idx: np.ndarray) -> dict[str, np.ndarray]:
-    """`space.columns()` at the rows `idx` only (the spaces here reach 2.9e7 points), the same values and dtypes."""
-    digits = np.unravel_index(idx, tuple(len(q.choices) for q in space.params))
-    out = {}
-    for q, d in zip(space.params, digits, strict=True):
-        mixed = len({type(c) for c in q.choices}) > 1
-        out[q.name] = np.asarray(q.choices, dtype=object if mixed else None)[d]
-    return out
-
-
 @pytest.mark.parametrize("name", list(AGREE))
 def test_score_batch_agrees_with_check_and_cost(name: str) -> None:
     problem = AGREE[name]
     space = T.space(problem)
     rng = np.random.default_rng(7)
     sub = np.sort(rng.choice(space.size, min(space.size, 30000), replace=False))
-    cols = _columns_at(space, sub)
+    cols = columns_at(space, sub)
     score = T.score_batch(problem, cols)
     lat = score.objectives["latency"]
     feas = np.flatnonzero(score.feasible)

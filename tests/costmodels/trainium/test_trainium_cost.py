@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from costmodels.protocol import Choice, Param, SearchSpace
+from costmodels.protocol import Choice, SearchSpace
 from costmodels.registry import get_target
 from costmodels.trainium.nest import roles_of
 from costmodels.trainium.space import LADDER
 from costmodels.trainium.target import TrainiumTarget
 from mapper.search import tune
 from mapper.settings import SearchSettings
+from tests.enumerable import narrowed
 from workload.einsum import einsum
 
 ONE: dict[str, Choice] = {
@@ -32,9 +33,8 @@ def target(name: str) -> TrainiumTarget:
 def sub_columns(space: SearchSpace, keep: dict[str, tuple[Choice, ...]]) -> dict[str, np.ndarray]:
     """The columns of the points of `space` whose values are in `keep` (the same rows, in the same order, as
     filtering `space.columns()`), built from the sub-space instead of the whole product."""
-    params = tuple(Param(name=q.name, choices=tuple(c for c in q.choices if c in keep.get(q.name, q.choices)))
-                   for q in space.params)  # fmt: skip
-    return SearchSpace(params=params).columns()
+    return narrowed(space, {q.name: tuple(c for c in q.choices if c in keep[q.name]) for q in space.params
+                            if q.name in keep}).columns()  # fmt: skip
 
 
 # nki-nc_matmul.txt, Estimated instruction cost: max(min(64, N_stationary), N_moving) cycles for

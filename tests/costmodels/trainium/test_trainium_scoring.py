@@ -22,7 +22,7 @@ import pytest
 import costmodels.trainium.scoring as trainium_grid
 import costmodels.trainium.target as trainium_module
 from costmodels.choice_codes import SpaceCoder
-from costmodels.protocol import BatchScore, Choice, Param, SearchSpace
+from costmodels.protocol import BatchScore, Choice, SearchSpace
 from costmodels.registry import get_target
 from costmodels.trainium.nest import roles_of
 from costmodels.trainium.orders import ORDERS, distinct_orders
@@ -30,6 +30,7 @@ from costmodels.trainium.scoring import GridScorer, PricedGrid, effect_tables, o
 from costmodels.trainium.space import LADDER, core_choices
 from costmodels.trainium.target import TrainiumTarget
 from mapper.enumerate import point_at
+from tests.enumerable import narrowed
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.problem import Problem
@@ -282,7 +283,7 @@ def _unpruned(t: TrainiumTarget, p: Problem) -> SearchSpace:
     space = t.space(p)
     batch = math.prod(p.axes[a] for a in roles_of(p, "weight").axes["b"]) > 1
     full = {"order": ORDERS, "cores": core_choices(t.hardware), "shard": ("m", "s", "b") if batch else ("m", "s")}
-    return SearchSpace(params=tuple(Param(name=q.name, choices=full.get(q.name, q.choices)) for q in space.params))
+    return narrowed(space, full)
 
 
 def _nest(t: TrainiumTarget, p: Problem, point: dict[str, Choice]) -> tuple[object, ...]:
