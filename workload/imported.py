@@ -10,15 +10,15 @@ of one job per distinct layer) takes it unchanged.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Annotated, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from workload.errors import ProblemError
 from workload.problem import Problem
-from workload.spec import Conv2dSpec, EinsumSpec
+from workload.spec import Conv2dSpec, ProblemSpec
 
-LayerSpec = Annotated[EinsumSpec | Conv2dSpec, Field(discriminator="kind")]
+LayerSpec = ProblemSpec
 
 
 class ImportedLayer(BaseModel):

@@ -15,8 +15,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictInt, TypeAdapter, ValidationError, WithJsonSchema
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    JsonValue,
+    StrictInt,
+    Tag,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+)
 
+from workload import dtypes
 from workload.conv2d import conv2d
 from workload.einsum import einsum
 from workload.errors import ProblemError
@@ -43,6 +55,20 @@ PositivePair = Annotated[IntOrPair, _documented_range(1)]
 PaddingPair = Annotated[IntOrPair, _documented_range(0)]
 #: an axis size, documented as 1..MAX_AXIS_SIZE
 AxisSize = Annotated[StrictInt, _documented_range(1, MAX_AXIS_SIZE, pair=False)]
+
+
+def _documented_names(names: list[str]) -> WithJsonSchema:
+    """The JSON schema of a dtype name among `names`. Documentation only, as `_documented_range`: the front-ends
+    also take other capitalisations and say what is wrong with an unknown name."""
+    return WithJsonSchema({"type": "string", "enum": cast(list[JsonValue], names)})
+
+
+#: an input's dtype: every spelling `workload.dtypes` accepts (canonical names and aliases)
+InputDtype = Annotated[str, _documented_names(list(dtypes.ALIASES))]
+#: an output's dtype: the same but tt-metal's block floats, input formats only (`workload.problem`)
+OutputDtype = Annotated[
+    str, _documented_names([a for a, name in dtypes.ALIASES.items() if not dtypes.info(name).block])
+]
 
 EINSUM_EXAMPLES: list[dict[str, Any]] = [
     {
@@ -117,8 +143,10 @@ class EinsumSpec(BaseModel):
     kind: Literal["einsum"] = "einsum"
     expr: str = Field(description="the einsum; compact inputs are named A, B and the output Y")
     sizes: dict[str, AxisSize] = Field(description=f"axis name -> size (1..{MAX_AXIS_SIZE})")
-    dtype: str | dict[str, str] = Field(default="bf16", description="one dtype for every input, or input -> dtype")
-    out_dtype: str | None = Field(default=None, description="output dtype; default the accumulation type")
+    dtype: InputDtype | dict[str, InputDtype] = Field(
+        default="bf16", description="one dtype for every input, or input -> dtype"
+    )
+    out_dtype: OutputDtype | None = Field(default=None, description="output dtype; default the accumulation type")
     reduce_op: ReduceOp = "add"
     weight: StrictInt | str | None = Field(default=None, description="the stationary input, by index or name")
     pad: dict[str, list[tuple[StrictInt, StrictInt]]] | None = Field(
@@ -155,9 +183,9 @@ class Conv2dSpec(BaseModel):
     padding: PaddingPair = Field(default=0, description="zero padding on each side: (height, width)")
     dilation: PositivePair = 1
     groups: Count = Field(default=1, description="divides both channel counts; in_channels for depthwise")
-    dtype: str = Field(default="bf16", description="activation dtype")
-    weights_dtype: str | None = Field(default=None, description="weight dtype; default the activation dtype")
-    out_dtype: str | None = Field(default=None, description="output dtype; default the accumulation type")
+    dtype: InputDtype = Field(default="bf16", description="activation dtype")
+    weights_dtype: InputDtype | None = Field(default=None, description="weight dtype; default the activation dtype")
+    out_dtype: OutputDtype | None = Field(default=None, description="output dtype; default the accumulation type")
     label: str = ""
 
     def to_problem(self) -> Problem:
@@ -165,7 +193,33 @@ class Conv2dSpec(BaseModel):
         return conv2d(**self.model_dump(exclude={"kind"}))
 
 
-ProblemSpec = Annotated[EinsumSpec | Conv2dSpec, Field(discriminator="kind")]
+def kind_of(data: Any) -> str | None:
+    """A problem spec's kind: its ``kind``, else inferred from its fields (``expr``: einsum; ``in_channels`` or
+    ``kernel``: conv2d); None when neither tells (a ``kind`` that is not a string, or no telling field)."""
+    if not isinstance(data, dict):
+        kind = getattr(data, "kind", None)
+        return kind if isinstance(kind, str) else None
+    if "kind" in data:
+        return data["kind"] if isinstance(data["kind"], str) else None
+    if "expr" in data:
+        return "einsum"
+    if "in_channels" in data or "kernel" in data:
+        return "conv2d"
+    return None
+
+
+#: the type of the validation error of a problem whose kind `kind_of` cannot tell
+KIND_ERROR = "problem_kind"
+#: one problem in the request format, of the kind `kind_of` tells (every front-end reads problems this way)
+ProblemSpec = Annotated[
+    Annotated[EinsumSpec, Tag("einsum")] | Annotated[Conv2dSpec, Tag("conv2d")],
+    Discriminator(
+        kind_of,
+        custom_error_type=KIND_ERROR,
+        custom_error_message="kind must be 'einsum' or 'conv2d' (it may be left out where expr, or in_channels or "
+        "kernel, tells it)",
+    ),
+]
 _ADAPTER: TypeAdapter[EinsumSpec | Conv2dSpec] = TypeAdapter(ProblemSpec)
 
 
@@ -186,7 +240,7 @@ FIELD_HINTS: dict[str, str] = {
 def _hint(err: Any, field: str) -> str:
     """How to fix one pydantic error, from the field it concerns, its type and its context."""
     kind = str(err.get("type", ""))
-    if kind in ("union_tag_invalid", "union_tag_not_found"):
+    if kind in ("union_tag_invalid", "union_tag_not_found", KIND_ERROR):
         return "set kind to 'einsum' or 'conv2d'"
     if kind == "missing" and field not in FIELD_HINTS:
         return "add this field"
@@ -222,7 +276,7 @@ def _from_validation_error(e: ValidationError, data: object) -> ProblemError:
     """The first error of a pydantic ValidationError as a ProblemError naming the field."""
     first = e.errors()[0]
     kind = str(first.get("type", ""))
-    if kind in ("union_tag_invalid", "union_tag_not_found"):
+    if kind in ("union_tag_invalid", "union_tag_not_found", KIND_ERROR):
         return ProblemError(f"unknown kind of problem: {first.get('msg', '')}", token="kind", hint=_hint(first, "kind"))
     loc = tuple(first.get("loc", ()))
     path = _path(data, loc, kind == "missing")
@@ -239,16 +293,15 @@ def _from_validation_error(e: ValidationError, data: object) -> ProblemError:
 
 
 def _with_kind(data: dict[Any, Any]) -> dict[Any, Any]:
-    """Infer ``kind`` when absent: ``expr`` means einsum, ``in_channels`` or ``kernel`` means conv2d."""
+    """Infer ``kind`` when absent (`kind_of`)."""
     if "kind" in data:
         return data
-    if "expr" in data:
-        return {**data, "kind": "einsum"}
-    if "in_channels" in data or "kernel" in data:
-        return {**data, "kind": "conv2d"}
-    raise ProblemError(
-        "cannot tell the kind of problem", token="kind", hint="set kind to 'einsum' (with expr) or 'conv2d'"
-    )
+    kind = kind_of(data)
+    if kind is None:
+        raise ProblemError(
+            "cannot tell the kind of problem", token="kind", hint="set kind to 'einsum' (with expr) or 'conv2d'"
+        )
+    return {**data, "kind": kind}
 
 
 def spec_from_dict(data: object) -> EinsumSpec | Conv2dSpec:

@@ -39,7 +39,7 @@ from starlette.exceptions import HTTPException
 from starlette.routing import compile_path
 
 from workload.errors import ProblemError
-from workload.spec import FIELD_HINTS
+from workload.spec import FIELD_HINTS, KIND_ERROR
 
 log = logging.getLogger("tensormapper.api")
 
@@ -125,7 +125,7 @@ def _hint(err: dict[str, Any]) -> str:
         return "add this field"
     if kind == "extra_forbidden":
         return "remove this field (check its spelling)"
-    if kind in ("union_tag_invalid", "union_tag_not_found"):
+    if kind in ("union_tag_invalid", "union_tag_not_found", KIND_ERROR):
         return "set kind to 'einsum' or 'conv2d'"
     if named:
         return FIELD_HINTS[named[-1]]

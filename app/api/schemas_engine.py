@@ -8,15 +8,14 @@ engine may report as infinite are `null` here (JSON has no infinity).
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictInt, model_validator
 
+from app.documented_names import TargetName, one_of_given
 from costmodels.ir import Mapping
 from costmodels.protocol import CostReport, LowerBound, Violation
-from workload.spec import Conv2dSpec, EinsumSpec
-
-ProblemSpec = Annotated[EinsumSpec | Conv2dSpec, Field(discriminator="kind")]
+from workload.spec import EinsumSpec, ProblemSpec
 
 
 def finite(x: float | None) -> float | None:
@@ -221,9 +220,13 @@ class AnalyzeResponse(BaseModel):
 class EvaluateRequest(BaseModel):
     """A problem, a target (with optional overrides) and either a point of its space or a mapping."""
 
-    model_config = ConfigDict(extra="forbid")
+    # (the document says "exactly one of point and mapping" as JSON Schema can: `one_of_given`)
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra=one_of_given({"point": "object", "mapping": "object"}, "one of point, mapping"),
+    )
     problem: ProblemSpec
-    target: str = Field(description="a target preset (GET /v1/targets)")
+    target: TargetName = Field(description="a target preset (GET /v1/targets)")
     overrides: dict[str, JsonValue] = Field(default_factory=dict, description="hardware preset overrides")
     point: dict[str, JsonValue] | None = Field(
         default=None, description="a value for every parameter of the target's search space, by name"

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+from app.documented_names import ObjectiveName, TargetName, WorkloadName, given, one_of_given
 from mapper.settings import SearchSettings, Strategy
 from workload.layer_list import MAX_LAYERS
-from workload.spec import Conv2dSpec, EinsumSpec
+from workload.spec import ProblemSpec
 
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 JOB_STATES: tuple[str, ...] = ("queued", "running", "succeeded", "failed", "cancelled")
@@ -26,19 +27,66 @@ FINISHED: tuple[str, ...] = ("succeeded", "failed", "cancelled")
 ResultKind = Literal["tune", "workload", "comparison", "trials"]  # trials: a helper of a shared search
 
 
-class TuningRequest(BaseModel):
-    """Start a tuning: a problem or a workload, on one target or several, with a search budget."""
+#: the document's words for `TuningRequest`'s rules across fields, as far as JSON Schema says them (a field is given
+#: when present and not null); documentation only: `_one_source_and_target` checks them and says what is wrong
+REQUEST_RULES: dict[str, JsonValue] = {
+    "allOf": [
+        one_of_given(
+            {"problem": "object", "workload": "string", "layers": "array"}, "one of problem, workload, layers"
+        ),
+        one_of_given({"target": "string", "targets": "array"}, "one of target, targets"),
+        {
+            "title": "params only with a workload",
+            "anyOf": [
+                {"title": "no params", "properties": {"params": {"maxProperties": 0}}},
+                given("workload", "string"),
+            ],
+        },
+        {
+            "title": "name only with layers",
+            "anyOf": [{"title": "no name", "properties": {"name": {"type": "null"}}}, given("layers", "array")],
+        },
+        {
+            "title": "layer only with a workload or layers",
+            "anyOf": [
+                {"title": "no layer", "properties": {"layer": {"type": "null"}}},
+                given("workload", "string"),
+                given("layers", "array"),
+            ],
+        },
+        {
+            "title": "study_workers > 1 only with one problem, one target, one objective, strategy tpe or random",
+            "anyOf": [
+                {"title": "one study worker", "properties": {"study_workers": {"maximum": 1}}},
+                {
+                    "title": "a shared study",
+                    "allOf": [given("problem", "object"), given("target", "string")],
+                    "properties": {"objectives": {"maxItems": 1}, "strategy": {"enum": ["tpe", "random"]}},
+                    "required": ["strategy"],
+                },
+            ],
+        },
+    ]
+}
 
-    model_config = ConfigDict(extra="forbid")
-    problem: EinsumSpec | Conv2dSpec | None = Field(
-        default=None, discriminator="kind", description="one problem (an einsum or a conv2d)"
+
+class TuningRequest(BaseModel):
+    """Start a tuning: a problem or a workload, on one target or several, with a search budget.
+
+    Give exactly one of problem, workload and layers, and one of target and targets; params go with a workload,
+    name with layers, layer with a workload or layers; study_workers above 1 needs one problem, one target, one
+    objective and strategy tpe or random (the schema's allOf says the same)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=REQUEST_RULES)
+    problem: ProblemSpec | None = Field(default=None, description="one problem (an einsum or a conv2d)")
+    workload: WorkloadName | None = Field(
+        default=None, description="a named workload instead of a problem, e.g. resnet50"
     )
-    workload: str | None = Field(default=None, description="a named workload instead of a problem, e.g. resnet50")
     params: dict[str, JsonValue] = Field(default_factory=dict, description='workload parameters, e.g. {"batch": 16}')
     layer: int | None = Field(
         default=None, ge=0, description="one layer of the workload, by index (a workload job's sub-jobs use it)"
     )
-    layers: list[Annotated[EinsumSpec | Conv2dSpec, Field(discriminator="kind")]] | None = Field(
+    layers: list[ProblemSpec] | None = Field(
         default=None,
         min_length=1,
         max_length=MAX_LAYERS,
@@ -46,12 +94,18 @@ class TuningRequest(BaseModel):
         "for an ONNX model or a layer list), tuned like a workload",
     )
     name: str | None = Field(default=None, min_length=1, max_length=200, description="the network's name, with layers")
-    target: str | None = Field(default=None, description="one target preset (see GET /v1/targets)")
-    targets: list[str] | None = Field(
-        default=None, min_length=1, max_length=16, description="several presets: a comparison, one row per target"
+    target: TargetName | None = Field(default=None, description="one target preset (see GET /v1/targets)")
+    targets: list[TargetName] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=16,
+        json_schema_extra={"uniqueItems": True},
+        description="several presets: a comparison, one row per target",
     )
     overrides: dict[str, JsonValue] = Field(default_factory=dict, description="hardware preset overrides")
-    objectives: list[str] = Field(default_factory=lambda: ["latency"], min_length=1, max_length=4)
+    objectives: list[ObjectiveName] = Field(
+        default_factory=lambda: ["latency"], min_length=1, max_length=4, json_schema_extra={"uniqueItems": True}
+    )
     strategy: Strategy = "auto"
     trials: int = Field(default=SearchSettings().max_trials, ge=1, le=100_000, description="Optuna trials at most")
     seconds: float = Field(default=SearchSettings().max_seconds, gt=0, le=3600, description="search time budget")

@@ -172,7 +172,7 @@ def test_stateful_create_get_result_cancel(app: FastAPI) -> None:
 
     links = [name for name in dir(Machine) if name.startswith("POST_v1_tunings___202")]
     assert len(links) >= 3, f"POST /v1/tunings should link to the job's routes; links: {links}"
-    Machine.run(settings=settings(HYPOTHESIS, max_examples=max(15, EXAMPLES_PER_OPERATION // 4), stateful_step_count=8))
+    Machine.run(settings=settings(HYPOTHESIS, max_examples=max(25, EXAMPLES_PER_OPERATION // 4), stateful_step_count=8))
     print(f"\nstateful steps: {sum(steps.values())}: {dict(sorted(steps.items()))}")
     for reached in (
         "POST /v1/tunings -> 202",

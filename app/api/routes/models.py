@@ -14,15 +14,17 @@ from typing import Annotated, Any
 import yaml
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from pydantic import ValidationError
+from pydantic import ValidationError, WithJsonSchema
 
 from app.api.deps import ClientDep, SettingsDep, StoreDep, Writer
 from app.api.errors import Unprocessable, UnsupportedMediaType
 from app.api.json_body import check_json_text, check_unicode
 from app.api.routes.tunings import JOB_LINKS, create_tuning
 from app.api.schemas_engine import problem_responses
+from app.documented_names import ObjectiveName, TargetName
 from app.jobs.models import Job, TuningRequest
 from mapper.settings import SearchSettings, Strategy
+from workload import dtypes
 from workload.imported import ImportedModel
 from workload.layer_list import load_layers
 from workload.onnx_import import import_onnx
@@ -83,7 +85,7 @@ ParamQuery = Annotated[
     ),
 ]
 OpQuery = Annotated[
-    list[str],
+    list[Annotated[str, WithJsonSchema({"type": "string", "enum": list(CONVERTERS)})]],
     Query(max_length=16, description=f"import only these operators (repeatable): {', '.join(CONVERTERS)}"),
 ]
 DtypeQuery = Annotated[
@@ -92,6 +94,7 @@ DtypeQuery = Annotated[
         min_length=1,
         max_length=32,
         description="replace every layer's declared input dtype (bf16 for an f32 export; bfloat8_b on Tenstorrent)",
+        json_schema_extra={"enum": list(dtypes.ALIASES)},
     ),
 ]
 NameQuery = Annotated[
@@ -204,7 +207,7 @@ async def create_model_tuning(
     response: Response,
     client: ClientDep,
     target: Annotated[
-        list[str],
+        list[TargetName],
         Query(
             min_length=1,
             max_length=16,
@@ -216,7 +219,7 @@ async def create_model_tuning(
     op: OpQuery = [],  # noqa: B006
     name: NameQuery = None,
     dtype: DtypeQuery = None,
-    objective: Annotated[list[str], Query(max_length=4, description="objectives (default latency)")] = [],  # noqa: B006
+    objective: Annotated[list[ObjectiveName], Query(max_length=4, description="objectives (default latency)")] = [],  # noqa: B006
     strategy: Strategy = "auto",
     trials: Annotated[int, Query(ge=1, le=100_000)] = SearchSettings().max_trials,
     seconds: Annotated[float, Query(gt=0, le=3600, allow_inf_nan=False)] = SearchSettings().max_seconds,

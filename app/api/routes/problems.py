@@ -20,7 +20,7 @@ from app.api.examples_engine import analyze_examples
 from app.api.json_body import JsonBody
 from app.api.schemas_engine import AnalyzeResponse, problem_responses
 from workload.canonical import content_hash
-from workload.spec import Conv2dSpec, EinsumSpec
+from workload.spec import ProblemSpec
 
 router = APIRouter(prefix="/v1/problems", tags=["problems"])
 
@@ -36,8 +36,8 @@ UNPROCESSABLE = problem_responses({422: "a malformed problem: the detail names t
 )
 def analyze(
     spec: Annotated[
-        EinsumSpec | Conv2dSpec,
-        Body(discriminator="kind", openapi_examples=analyze_examples(), description="an einsum or a conv2d problem"),
+        ProblemSpec,
+        Body(openapi_examples=analyze_examples(), description="an einsum or a conv2d problem"),
     ],
     settings: SettingsDep,
 ) -> AnalyzeResponse:

@@ -20,6 +20,8 @@ BATCH_EXAMPLES: dict[str, Any] = {"batch 16": {"summary": "16 per batch", "value
 
 #: dtype query parameters list the canonical names (aliases such as fp16 are accepted too)
 DTYPE_ENUM: dict[str, Any] = {"enum": list(dtypes.DTYPES)}
+#: ... and an output's, without tt-metal's block floats (input formats only)
+OUT_DTYPE_ENUM: dict[str, Any] = {"enum": [d for d in dtypes.DTYPES if not dtypes.is_block(d)]}
 
 NOT_FOUND = problem_responses(
     {
@@ -103,7 +105,10 @@ def get_workload(
         str | None, Query(description="weight dtype (default: dtype)", json_schema_extra=DTYPE_ENUM)
     ] = None,
     out_dtype: Annotated[
-        str | None, Query(description="output dtype (default: dtype)", json_schema_extra=DTYPE_ENUM)
+        str | None,
+        Query(
+            description="output dtype (default: dtype; bf16 for a block-float dtype)", json_schema_extra=OUT_DTYPE_ENUM
+        ),
     ] = None,
 ) -> WorkloadDetail:
     """The layers at the given parameters, each as a problem spec in the request format (POST it to
