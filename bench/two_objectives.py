@@ -6,9 +6,10 @@ tables untimed (one best-first run), then times ``auto`` with one objective (lat
 (latency, offchip_bytes, or `--second`), best of two runs each (the machine is shared), with a 7.5 s budget (25
 x 0.3 s, as `bench.search_strategies` gives them; ``--budget`` changes it) and no validation. It
 prints both trees' times and ratios side by side, the two-objective front's size, whether it was proven exact and, when
-not, how many structures were left unexplored at the budget, and how many were scored (the certificate's counts); the
-trees run alternately per layer so load drifts reach both alike. ``--before`` names the other
-tree's root (a checkout of the code before; omitted: this tree only).
+not, how many structures were left unexplored at the budget and how close the front is proven to be (the certificate's
+``front_gap``: every point of the space has a front point at most 1 + gap times it on both objectives), and how many
+were scored (the certificate's counts); the trees run alternately per layer so load drifts reach both alike.
+``--before`` names the other tree's root (a checkout of the code before; omitted: this tree only).
 Run: ``python -m bench.two_objectives [--before ../main] [--targets rngd,trn2] [--layers 2] [--budget 7.5]
 [--second energy]``.
 """
@@ -60,6 +61,7 @@ for name, objs in (("one", ("latency",)), ("two", ("latency", second))):
         out["strategy"] = r.strategy
         out["left"] = None if r.certificate is None else r.certificate.unexplored
         out["scored"] = None if r.certificate is None else r.certificate.scored
+        out["gap"] = getattr(r.certificate, "front_gap", None)  # (a tree before the field: None)
 print(json.dumps(out))
 """
 )
@@ -91,7 +93,9 @@ def main(argv: list[str] | None = None) -> None:
     presets = [t for t in a.targets.split(",") if t] or target_names()
     t_start = time.perf_counter()
     ratios: dict[str, list[float]] = {k: [] for k in trees}
-    head = " | ".join(f"{k:>6s}: one ms   two ms  ratio front proven  unexplored   scored" for k in reversed(trees))
+    head = " | ".join(
+        f"{k:>6s}: one ms   two ms  ratio front proven  unexplored   scored front gap" for k in reversed(trees)
+    )
     print(f"{'target':15s} {'layer':30s} {head}", flush=True)
     for preset in presets:
         for index in range(a.layers):
@@ -108,6 +112,7 @@ def main(argv: list[str] | None = None) -> None:
                     f"{one * 1e3:14.1f} {two * 1e3:8.1f} x{two / one:5.2f} {m['front']:>5} "
                     f"{'yes' if m['proven'] else 'NO':>6s} {m.get('left') if m.get('left') is not None else '-':>11}"
                     f" {m.get('scored') if m.get('scored') is not None else '-':>8}"
+                    f" {'-' if m.get('gap') is None else format(float(m['gap']), '.2%'):>9}"  # type: ignore[arg-type]
                 )
             label = str(next(iter(row.values()))["label"])[:30]
             print(f"{preset:15s} {label:30s} " + " | ".join(cells), flush=True)

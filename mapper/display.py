@@ -48,6 +48,8 @@ def result_table(r: TuneResult) -> Table:
     cert = r.certificate
     if cert is not None:
         within = "" if cert.gap_bound is None or cert.complete else f"; within {cert.gap_bound:.2%} of the optimum"
+        if cert.front_gap is not None and not cert.complete:
+            within += f"; the front within {cert.front_gap:.2%} of every point of the space"
         t.add_row(
             "certificate",
             f"{cert.structures_total:,} structures of {cert.inner_points:,} points: {cert.scored:,} scored, "

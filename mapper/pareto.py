@@ -143,3 +143,39 @@ def pareto_mask(values: np.ndarray) -> np.ndarray:
 def _rows_in(values: np.ndarray, rows: np.ndarray) -> np.ndarray:
     keys = {tuple(r) for r in rows.tolist()}
     return np.fromiter((tuple(r) in keys for r in values.tolist()), dtype=bool, count=values.shape[0])
+
+
+def row_gaps(front: np.ndarray, rows: np.ndarray, block: int = 4096) -> np.ndarray:
+    """Each row's gap to `front` (both points x objectives, minimised, values >= 0): the least ``g >= 0`` such that
+    some front row is at most ``(1 + g)`` times it on every objective (the front's multiplicative epsilon-indicator
+    against the row). When a row bounds some points from below (a cell's floors), the front is within ``g`` of each
+    of them. ``inf`` where a row is 0 and every front row is positive there, or `front` is empty.
+
+    Two objectives with positive values take a search along the front's staircase: sorted by the first objective,
+    ``f1 / r1`` rises and ``f2 / r2`` falls, so the least of their larger is where they cross (``f1 / f2`` against
+    ``r1 / r2``, rising along the staircase). Others compare each row with every front row, a block at a time."""
+    out = np.full(len(rows), np.inf)
+    if not len(front) or not len(rows):
+        return out
+    positive = (front > 0).all() and front.shape[1] == 2
+    easy = (rows > 0).all(axis=1) & np.isfinite(rows).all(axis=1) if positive else np.zeros(len(rows), dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # (a ratio beyond float range: inf)
+        if easy.any():
+            stairs = front[pareto_front(front)]
+            stairs = stairs[np.argsort(stairs[:, 0], kind="stable")]
+            r = rows[easy]
+            k = np.searchsorted(stairs[:, 0] / stairs[:, 1], r[:, 0] / r[:, 1])
+            n = len(stairs)
+            both = [np.maximum(stairs[np.clip(i, 0, n - 1)] / r, 1.0).max(axis=1) for i in (k, k - 1)]
+            out[easy] = np.minimum(both[0], both[1]) - 1.0
+        hard = np.flatnonzero(~easy)
+        for lo in range(0, len(hard), block):
+            at = hard[lo : lo + block]
+            ratio = np.where(front[None, :, :] <= rows[at, None, :], 1.0, front[None, :, :] / rows[at, None, :])
+            out[at] = ratio.max(axis=2).min(axis=1) - 1.0
+    return out
+
+
+def front_gap(front: np.ndarray, rows: np.ndarray) -> float:
+    """The largest of `row_gaps`: the front is within it of every point the rows bound (0 for no rows)."""
+    return float(row_gaps(front, rows).max()) if len(rows) else 0.0

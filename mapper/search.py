@@ -157,6 +157,8 @@ def _package(
         pareto=[ParetoPoint(point=p, values=dict(zip(settings.objectives, v, strict=True))) for p, v in found.front],
     )
     cert = found.certificate if isinstance(found, Searched) else None
+    if cert is not None and settings.multi_objective and cert.complete:  # an exact front: no gap
+        cert = cert.model_copy(update={"front_gap": 0.0})
     return result.model_copy(update={"certificate": cert}) if cert is not None else result
 
 

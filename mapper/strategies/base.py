@@ -28,11 +28,17 @@ def certificate_notes(cert: Certificate, feasible: bool) -> list[str]:
     work = f"{cert.scored:,} of {cert.structures_total:,} structures scored, {cert.pruned_by_bound:,} pruned by bound"
     if cert.complete:
         return [f"proven optimal over {where}: {work}"] if feasible else []
+    front = (
+        ""
+        if cert.front_gap is None
+        else f"; the front is within {cert.front_gap:.2%} of every point of {where}: each has a front point at most "
+        f"{1 + cert.front_gap:.4g} times it on every objective (from the open cells of the structures left)"
+    )
     if cert.gap_bound is None:
-        return [f"not proven: {work}, {cert.unexplored:,} unexplored (no bound on them)"]
+        return [f"not proven: {work}, {cert.unexplored:,} unexplored{front or ' (no bound on them)'}"]
     return [
         f"not proven: {work}, {cert.unexplored:,} unexplored; the best is within {cert.gap_bound:.2%} of the optimum "
-        f"over {where} (lowest remaining bound {cert.best_remaining_bound:.4g}, from {cert.bound_source})"
+        f"over {where} (lowest remaining bound {cert.best_remaining_bound:.4g}, from {cert.bound_source}){front}"
     ]
 
 

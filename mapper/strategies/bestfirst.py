@@ -22,29 +22,27 @@ bounds are sorted, so no structure left can hold a better point and the best is 
 target's space (stop reason ``lower-bound``; every structure left is pruned by bound). Every
 structure is visited with its bound below the best found at that moment, by construction.
 
-When the budget or a cancel ends the search first, the certificate is exact without another
-sweep: the structures left are unexplored and the lowest of their bounds is the next one in the
-order, so the best is within ``best / next_bound - 1`` of the optimum. The bounding pass itself
-checks the budget and the cancel every `BOUND_BATCH` structures: cut short, the structures not yet
-bounded keep the generic bound (the roofline, admissible for all), one structure is scored and the
-certificate's remaining bound is that generic bound.
+When the budget or a cancel ends the search first, the certificate is exact without another sweep: the
+structures left are unexplored and the lowest of their bounds is the next one in the order, so the best is within
+``best / next_bound - 1`` of the optimum. The bounding pass itself checks the budget and the cancel every
+`BOUND_BATCH` structures: cut short, the structures not yet bounded keep the generic bound (the roofline,
+admissible for all), one structure is scored and the certificate's remaining bound is that generic bound.
 
-Several objectives: the structure's bound vector is its latency bound beside floors that hold for
-the whole problem (`mapper.bounds.FrontBounds`, and the target's cells); once the merged front
-dominates the next structure's vector it dominates every later one, and the front is the exact
-Pareto front over the space (weak dominance). One objective other than latency that the target
-bounds cell by cell goes the same way, the best point its one-point front.
+Several objectives: the structure's bound vector is its latency bound beside floors that hold for the whole
+problem (`mapper.bounds.FrontBounds`, and the target's cells); once the merged front dominates the next
+structure's vector it dominates every later one, and the front is the exact Pareto front over the space (weak
+dominance); cut short, the certificate's ``front_gap`` says how close it is (`LivePass.front_gap`). One objective
+other than latency that the target bounds cell by cell goes the same way, the best point its one-point front.
 
-Warm starts (one objective, latency): the target's rule-of-thumb structures are scored first, each
-only while its bound is below the best found. When the best then reaches the whole problem's
-roofline (`StructureBounds.whole`, admissible for every structure) the search stops proven
-(``lower-bound``) without bounding the other structures: on Ascend that is most layers, where the
-bounds of every structure cost more than the search. Otherwise the ordered pass follows, skipping
-the structures already scored (an incumbent prunes no structure whose bound is below the optimum:
-those are scored whatever the start).
+Warm starts (one objective, latency): the target's rule-of-thumb structures are scored first, each only while its
+bound is below the best found. When the best then reaches the whole problem's roofline (`StructureBounds.whole`,
+admissible for every structure) the search stops proven (``lower-bound``) without bounding the other structures:
+on Ascend that is most layers, where the bounds of every structure cost more than the search. Otherwise the
+ordered pass follows, skipping the structures already scored (an incumbent prunes no structure whose bound is
+below the optimum: those are scored whatever the start).
 
-No clock decides anything but the deadline: the same request gives the same answer on any
-machine when it stops for a reason other than its budget.
+No clock decides anything but the deadline: the same request gives the same answer on any machine when it stops
+for a reason other than its budget.
 """
 
 from __future__ import annotations
@@ -309,6 +307,8 @@ class BestFirst(Strategy):
         cert = self._certificate(space, bounds, front_bounds, ev, total, visited, reason, next_bound, skipped)
         if settings.objectives[0] != cert.objective:
             cert = cert.model_copy(update={"objective": settings.objectives[0]})
+        if settings.multi_objective and not cert.complete and live is not None:  # how close the front is proven
+            cert = cert.model_copy(update={"front_gap": live.front_gap(ev.front_values, seen | dropped)})
         front = ev.merged_front() if settings.multi_objective else []
         point, values = ev.best_point, ev.best_values
         if front:  # several objectives: the front's first point (the best first objective)

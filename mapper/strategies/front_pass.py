@@ -35,6 +35,7 @@ import numpy as np
 from costmodels.dominance import dominated_rows
 from costmodels.protocol import Choice, Param, Target
 from mapper.bounds import RTOL, StructureObjectiveFloors, StructureRepeats, live_structures
+from mapper.pareto import row_gaps
 from mapper.strategies.objective import Evaluator
 from workload.problem import Problem
 
@@ -179,21 +180,37 @@ class OpenRows:
         self._blocks = None
         return self
 
+    def _ranges(self, structures: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Which of `structures` have rows kept, the positions of those rows (structure by structure) and where each
+        structure's rows start among them."""
+        lo = np.searchsorted(self.at, structures, side="left")
+        hi = np.searchsorted(self.at, structures, side="right")
+        has = hi > lo
+        if not has.any():
+            return has, np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+        idx = np.concatenate([np.arange(a, b) for a, b in zip(lo[has].tolist(), hi[has].tolist(), strict=True)])
+        return has, idx, np.concatenate(([0], np.cumsum((hi - lo)[has])[:-1]))
+
     def out(self, structures: np.ndarray, front: np.ndarray | None) -> np.ndarray:
         """Which of `structures` (numbers) `front` now dominates on every row the pass left open for them (a
         structure with no such row: False, it was not live, or the rows were not kept)."""
         out = np.zeros(len(structures), dtype=bool)
         if not self.at.size or front is None or not len(front) or not len(structures):
             return out
-        lo = np.searchsorted(self.at, structures, side="left")
-        hi = np.searchsorted(self.at, structures, side="right")
-        has = hi > lo
-        if not has.any():
+        has, idx, starts = self._ranges(structures)
+        if has.any():
+            out[has] = np.logical_and.reduceat(dominated_rows(self.rows[idx], front), starts)
+        return out
+
+    def gaps(self, structures: np.ndarray, front: np.ndarray) -> np.ndarray:
+        """Each of `structures`' largest gap to `front` (`mapper.pareto.row_gaps`) over the rows the pass left open
+        for it (inf: no row kept)."""
+        out = np.full(len(structures), np.inf)
+        if not self.at.size or not len(structures):
             return out
-        idx = np.concatenate([np.arange(a, b) for a, b in zip(lo[has].tolist(), hi[has].tolist(), strict=True)])
-        dominated = dominated_rows(self.rows[idx], front)
-        starts = np.concatenate(([0], np.cumsum((hi - lo)[has])[:-1]))
-        out[has] = np.logical_and.reduceat(dominated, starts)
+        has, idx, starts = self._ranges(structures)
+        if has.any():
+            out[has] = np.maximum.reduceat(row_gaps(front, self.rows[idx]), starts)
         return out
 
 
@@ -241,6 +258,9 @@ class LivePass:
         # the cell rows the last pass left open, and the live structures left out on them as the front grew
         self.open_rows = OpenRows().close()
         self.rows_out = 0
+        # each structure's gap to the front over its open cells (`front_gap`), and the structures still live
+        self.gaps: np.ndarray | None = None
+        self.live_mask: np.ndarray | None = None
         # which structures repeat another point for point (`StructureRepeats`), and how many of them the pass left out
         self.repeats, self.repeated = repeats or (lambda: None), 0
 
@@ -306,7 +326,12 @@ class LivePass:
         blocks = self.blocks(front, None)
         lows = np.full((self.flat.size, front.shape[1]), np.inf, dtype=np.float32) if OPEN_SEEDS else None
         kept = OpenRows()  # the rows the pass leaves open
-        live = None if blocks is None else live_structures(blocks, self.flat.size, front, self.stop, lows, kept.add)
+        self.gaps = np.zeros(self.flat.size, dtype=np.float32) if front.shape[1] == 2 else None
+        live = (
+            None
+            if blocks is None
+            else live_structures(blocks, self.flat.size, front, self.stop, lows, kept.add, self.gaps)
+        )
         self.open_rows = kept.close()
         self.seconds = time.perf_counter() - t0
         if live is None:  # no cells, or cut by the budget: the plain order goes on
@@ -322,6 +347,7 @@ class LivePass:
         live[decided] = False
         idx = np.flatnonzero(live)
         self.live = int(idx.size)
+        self.live_mask = live  # (`front_gap`)
         if lows is not None and idx.size:  # the staircase of the live structures' open cells first (`OPEN_SEEDS`)
             others = [lows[idx, j] for j in range(lows.shape[1]) if j != self.at]
             del lows
@@ -332,6 +358,25 @@ class LivePass:
                 yield self.key(i), float(self.flat[i])
                 self.open_seeded += 1
         yield from self._live_visits(idx[np.argsort(self.flat[idx], kind="stable")], live, front)
+
+    def front_gap(self, front: np.ndarray | None, decided: set[tuple[Choice, ...]]) -> float | None:
+        """How close the search's front is proven to the exact front when live structures are left unvisited (two
+        objectives): the largest gap (`mapper.pareto.row_gaps`) of their open cells to the front of the last pass
+        that priced them; the front found dominates that front (it grew from it, within `RTOL`), so it is within
+        the gap of every point those cells hold, and dominates every other point of the space; or, less, the gap of
+        `front` (the search's) to the rows the first pass left open for them (`OpenRows.gaps`, where kept). `decided`:
+        the structures scored or left out. None before the first pass, or with more objectives (not computed)."""
+        if self.gaps is None or self.live_mask is None or front is None:
+            return None
+        left = self.live_mask.copy()
+        if decided:
+            left[[self.index(k) for k in decided]] = False
+        if not left.any():
+            return 0.0
+        # the rows the first pass left open, against the front found: a gap that shrinks as the front grows
+        at = np.flatnonzero(left)
+        gap = float(np.minimum(self.gaps[at], self.open_rows.gaps(at, front)).max())
+        return gap if np.isfinite(gap) else None  # (a cell at 0 where the front is not: no bound)
 
     def _rows_out(self, structures: np.ndarray, live: np.ndarray) -> bool:
         """Leave out the live `structures` whose rows the pass left open the front now dominates, each one (`OpenRows`:
@@ -382,12 +427,17 @@ class LivePass:
             asked = np.zeros_like(live)
             asked[rest] = live[rest]  # the live structures left to visit: only their outcome counts
             blocks = self.blocks(grown, asked)
-            again = None if blocks is None else live_structures(blocks, self.flat.size, grown, self.stop)
+            gaps = None if self.gaps is None else np.zeros_like(self.gaps)
+            again = (
+                None if blocks is None else live_structures(blocks, self.flat.size, grown, self.stop, None, None, gaps)
+            )
             spent = time.perf_counter() - t0
             self.seconds += spent
             last, front, visits = time.perf_counter(), grown, 0
             if again is None:
                 continue
+            if self.gaps is not None and gaps is not None:  # (each pass's are admissible: the lesser is)
+                self.gaps[rest] = np.minimum(self.gaps[rest], gaps[rest])
             out = live[rest] & ~again[rest]
             self.pruned += int(out.sum())
             self.later += int(out.sum())

@@ -1,0 +1,125 @@
+"""How close an unproven front is proven to be (`Certificate.front_gap`, issue #12: "within X%" honestly).
+
+- `row_gaps` is the front's multiplicative epsilon-indicator against each row: the staircase search of two
+  objectives gives what comparing the row with every front point gives, on random fronts and rows;
+- `live_structures` keeps each structure's largest gap over the cells the front leaves open;
+- best-first with two objectives on Trainium, stopped after some structures: the front found is within its
+  certificate's `front_gap` of every point of the enumeration's exact front (so of every point of the space),
+  on fronts that are not exact; a finished search says 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mapper.bounds import RTOL, live_structures
+from mapper.display import result_table
+from mapper.pareto import front_gap, row_gaps
+from mapper.search import tune
+from mapper.settings import SearchSettings
+from mapper.watch import Watch
+from tests.costmodels.trainium.tile_structures import every_tile_target
+from workload.conv2d import conv2d
+from workload.einsum import einsum
+from workload.problem import Problem
+
+
+def brute_gaps(front: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The definition: for each row, the least over front points of the largest ratio front / row (at least 1)."""
+    out = []
+    with np.errstate(over="ignore"):  # (a ratio beyond float range is inf)
+        for r in rows:
+            best = np.inf
+            for f in front:
+                ratios = (1.0 if fj <= rj else (np.inf if rj == 0 else fj / rj) for fj, rj in zip(f, r, strict=True))
+                best = min(best, max(ratios))
+            out.append(best - 1.0)
+    return np.array(out)
+
+
+values = st.floats(min_value=0.0, max_value=1e3, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    front=st.lists(st.tuples(values, values), min_size=1, max_size=12),
+    rows=st.lists(st.tuples(values, values), min_size=1, max_size=12),
+    three=st.booleans(),
+)
+def test_row_gaps_are_the_epsilon_indicator_of_the_front(
+    front: list[tuple[float, float]], rows: list[tuple[float, float]], three: bool
+) -> None:
+    f, r = np.array(front), np.array(rows)
+    if three:  # a third objective: the comparison with every front point
+        f, r = np.column_stack([f, f[:, ::-1].sum(axis=1)]), np.column_stack([r, r.sum(axis=1)])
+    got, want = row_gaps(f, r), brute_gaps(f, r)
+    assert np.array_equal(np.isinf(got), np.isinf(want))
+    np.testing.assert_allclose(got[np.isfinite(got)], want[np.isfinite(want)], rtol=1e-12, atol=1e-12)
+    assert front_gap(f, r) == pytest.approx(float(want.max()), rel=1e-12) or np.isinf(want.max())
+
+
+def test_row_gaps_on_a_staircase_by_hand() -> None:
+    front = np.array([[1.0, 10.0], [2.0, 4.0], [8.0, 1.0]])
+    rows = np.array([[2.0, 4.0], [1.0, 4.0], [4.0, 2.0], [0.5, 0.5], [9.0, 9.0]])
+    # on the front: 0; (1, 4): (2, 4) is 2x its first; (4, 2): (2, 4) is 2x its second, (8, 1) 2x its first
+    np.testing.assert_allclose(row_gaps(front, rows), [0.0, 1.0, 1.0, 7.0, 0.0])
+    assert front_gap(front, np.zeros((0, 2))) == 0.0 and np.isinf(front_gap(np.zeros((0, 2)), rows))
+
+
+def test_a_pass_keeps_each_structures_largest_gap_over_its_open_cells() -> None:
+    front = np.array([[1.0, 10.0], [4.0, 2.0]])
+    blocks = [
+        (0, np.array([[2.0, 20.0], [1.0, 5.0], [4.5, 1.5]])),  # structure 0 dominated; 1: gap 1; 2: 1/3
+        (0, np.array([[1.0, 10.0], [0.5, 10.0], [4.0, 4.0]])),  # 0 still dominated; 1: gap 1 (keeps 1); 2: 0
+    ]
+    gaps = np.zeros(3, dtype=np.float32)
+    live = live_structures(iter(blocks), 3, front, open_gaps=gaps)
+    assert live is not None and live.tolist() == [False, True, True]
+    assert gaps[0] == 0.0 and gaps[1] >= 1.0 and gaps[2] >= 1 / 3
+    np.testing.assert_allclose(gaps, [0.0, 1.0, 1 / 3], rtol=1e-6)  # (rounded up from float32)
+
+
+def _cancel_after(n: int) -> Watch:
+    seen = {"reports": 0}
+
+    def report(done: int, total: int, best: float | None) -> None:
+        seen["reports"] = done
+
+    return Watch(progress=report, cancel=lambda: seen["reports"] >= n)
+
+
+@pytest.mark.parametrize(
+    ("preset", "problem", "objectives"),
+    [
+        ("trn2", conv2d(batch=1, in_channels=2, out_channels=3, input_height=4, input_width=4, kernel=3),
+         ("latency", "offchip_bytes")),
+        ("trn1", einsum("mk,kn->mn", {"m": 60, "k": 50, "n": 70}, dtype="bf16", weight=1), ("latency", "energy")),
+    ],
+    ids=["trn2-conv-bytes", "trn1-gemm-energy"],
+)  # fmt: skip
+def test_a_stopped_search_is_within_its_front_gap_of_every_point(
+    preset: str, problem: Problem, objectives: tuple[str, str]
+) -> None:
+    t = every_tile_target(preset)
+    base = dict(objectives=objectives, max_seconds=600)
+    exact = tune(problem, t, SearchSettings(strategy="exhaustive", **base), validate=False)
+    whole = np.array([[q.values[o] for o in objectives] for q in exact.pareto])
+    done = tune(problem, t, SearchSettings(strategy="bestfirst", **base), validate=False)
+    assert done.certificate is not None and done.certificate.complete and done.certificate.front_gap == 0.0
+    scored, gaps = done.certificate.scored, []
+    for n in sorted({2, scored // 2, scored - 1}):  # (the first pass comes after the first structure)
+        r = tune(problem, t, SearchSettings(strategy="bestfirst", **base), validate=False, progress=_cancel_after(n))
+        cert = r.certificate
+        assert cert is not None and r.stop_reason == "cancelled" and not cert.complete and cert.front_gap is not None
+        found = np.array([[q.values[o] for o in objectives] for q in r.pareto])
+        need = float(row_gaps(found, whole).max())  # how far the found front is from the exact one, at worst
+        assert need <= (1 + cert.front_gap) * (1 + RTOL) - 1 + 1e-12, (n, need, cert.front_gap)
+        gaps.append((cert.front_gap, need))
+        assert any("the front is within" in note for note in r.notes)
+        shown = {str(c) for c in result_table(r).columns[1]._cells}  # (the CLI's table)
+        assert any(f"the front within {cert.front_gap:.2%} of every point" in c for c in shown), shown
+    assert gaps[0][1] > 0 and gaps[0][0] > 0, f"the first stop left the front exact: {gaps}"
+    assert [g for g, _ in gaps] == sorted((g for g, _ in gaps), reverse=True)  # it shrinks as the front grows
