@@ -258,7 +258,9 @@ class LivePass:
         # the cell rows the last pass left open, and the live structures left out on them as the front grew
         self.open_rows = OpenRows().close()
         self.rows_out = 0
-        # each structure's gap to the front over its open cells (`front_gap`), and the structures still live
+        # each structure's least open-cell values after the first pass, its gap to the front over its open cells in
+        # the later passes that priced it, and the structures still live (`front_gap`)
+        self.open_floors: np.ndarray | None = None
         self.gaps: np.ndarray | None = None
         self.live_mask: np.ndarray | None = None
         # which structures repeat another point for point (`StructureRepeats`), and how many of them the pass left out
@@ -326,12 +328,7 @@ class LivePass:
         blocks = self.blocks(front, None)
         lows = np.full((self.flat.size, front.shape[1]), np.inf, dtype=np.float32) if OPEN_SEEDS else None
         kept = OpenRows()  # the rows the pass leaves open
-        self.gaps = np.zeros(self.flat.size, dtype=np.float32) if front.shape[1] == 2 else None
-        live = (
-            None
-            if blocks is None
-            else live_structures(blocks, self.flat.size, front, self.stop, lows, kept.add, self.gaps)
-        )
+        live = None if blocks is None else live_structures(blocks, self.flat.size, front, self.stop, lows, kept.add)
         self.open_rows = kept.close()
         self.seconds = time.perf_counter() - t0
         if live is None:  # no cells, or cut by the budget: the plain order goes on
@@ -348,9 +345,9 @@ class LivePass:
         idx = np.flatnonzero(live)
         self.live = int(idx.size)
         self.live_mask = live  # (`front_gap`)
+        self.open_floors = lows  # (`front_gap`)
         if lows is not None and idx.size:  # the staircase of the live structures' open cells first (`OPEN_SEEDS`)
             others = [lows[idx, j] for j in range(lows.shape[1]) if j != self.at]
-            del lows
             for i in idx[seed_structures(self.flat[idx], others, OPEN_SEEDS)].tolist():
                 if self.stop():
                     break
@@ -360,22 +357,28 @@ class LivePass:
         yield from self._live_visits(idx[np.argsort(self.flat[idx], kind="stable")], live, front)
 
     def front_gap(self, front: np.ndarray | None, decided: set[tuple[Choice, ...]]) -> float | None:
-        """How close the search's front is proven to the exact front when live structures are left unvisited (two
-        objectives): the largest gap (`mapper.pareto.row_gaps`) of their open cells to the front of the last pass
-        that priced them; the front found dominates that front (it grew from it, within `RTOL`), so it is within
-        the gap of every point those cells hold, and dominates every other point of the space; or, less, the gap of
-        `front` (the search's) to the rows the first pass left open for them (`OpenRows.gaps`, where kept). `decided`:
-        the structures scored or left out. None before the first pass, or with more objectives (not computed)."""
-        if self.gaps is None or self.live_mask is None or front is None:
+        """How close `front` (the search's) is proven to the exact front when live structures are left unvisited, two
+        objectives: the largest of their gaps (`mapper.pareto.row_gaps`), each the least of three, all admissible:
+        its open cells' gap to the front of the last later pass that priced them (the front found dominates that
+        front: it grew from it, within `RTOL`), the gap of `front` to the rows the first pass left open for it
+        (`OpenRows.gaps`, where kept) and to its least open-cell values after that pass. The front is then within
+        the gap of every point those cells hold, and dominates every other point of the space. `decided`: the
+        structures scored or left out. None before the first pass, or with more objectives (not computed)."""
+        if self.live_mask is None or front is None or front.shape[1] != 2:
             return None
         left = self.live_mask.copy()
         if decided:
             left[[self.index(k) for k in decided]] = False
         if not left.any():
             return 0.0
-        # the rows the first pass left open, against the front found: a gap that shrinks as the front grows
         at = np.flatnonzero(left)
-        gap = float(np.minimum(self.gaps[at], self.open_rows.gaps(at, front)).max())
+        gaps = self.open_rows.gaps(at, front)
+        if self.gaps is not None:
+            gaps = np.minimum(gaps, self.gaps[at])
+        if self.open_floors is not None:  # (float32: nudged down, still below every open cell's values)
+            floors = np.nextafter(self.open_floors[at], np.float32(-np.inf)).astype(np.float64)
+            gaps = np.minimum(gaps, row_gaps(front, np.maximum(floors, 0.0)))
+        gap = float(gaps.max())
         return gap if np.isfinite(gap) else None  # (a cell at 0 where the front is not: no bound)
 
     def _rows_out(self, structures: np.ndarray, live: np.ndarray) -> bool:
@@ -427,7 +430,8 @@ class LivePass:
             asked = np.zeros_like(live)
             asked[rest] = live[rest]  # the live structures left to visit: only their outcome counts
             blocks = self.blocks(grown, asked)
-            gaps = None if self.gaps is None else np.zeros_like(self.gaps)
+            two = front.shape[1] == 2  # (each live structure's gap to the front, `front_gap`: two objectives)
+            gaps = np.zeros(self.flat.size, dtype=np.float32) if two else None
             again = (
                 None if blocks is None else live_structures(blocks, self.flat.size, grown, self.stop, None, None, gaps)
             )
@@ -436,7 +440,8 @@ class LivePass:
             last, front, visits = time.perf_counter(), grown, 0
             if again is None:
                 continue
-            if self.gaps is not None and gaps is not None:  # (each pass's are admissible: the lesser is)
+            if gaps is not None:  # (each pass's are admissible: the lesser is)
+                self.gaps = np.full_like(gaps, np.inf) if self.gaps is None else self.gaps
                 self.gaps[rest] = np.minimum(self.gaps[rest], gaps[rest])
             out = live[rest] & ~again[rest]
             self.pruned += int(out.sum())
