@@ -145,7 +145,8 @@ class FrontCellBlocks(Protocol):
     the pass bounds the structure it repeats, which has each of its points' values). With `live` (a mask
     over the structures, with `front`), only the live structures' outcome is asked: the target may leave
     out the rows of the others, and a live structure's rows need only show whether it is live (one row
-    the front does not dominate suffices: Trainium gives its first open case).
+    the front does not dominate suffices: Trainium gives its first open case). A block may have no row: a target
+    yields one where a long stretch of its work leaves no row open, so that the pass may stop between blocks.
     The rows of a pass without `live` are kept as floors of the live structures' points
     (`mapper.strategies.front_pass.OpenRows`).
     None: no cells for these names or objectives.

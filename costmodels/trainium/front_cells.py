@@ -1,25 +1,23 @@
 """Several objectives' bounds of Trainium's tile structures, cell by cell (issue #12, two objectives).
 
-A tile structure fixes (stationary, tile_stat, tile_mov, tile_k) (`bounds.TILE_PARAMS`); its points
-differ in blocks, loop order, accumulator, cores and shard. Its *cells* are its core splits
-``(c_b, c_s, c_m)`` (`bounds.split_cells`): every feasible point of the structure splits its cores as
-one of them, and its latency, off-chip bytes and energy are at least that cell's floors. Few cores move
-few bytes slowly and many cores are fast and duplicate operands, so the structure's least latency
-and its least bytes sit in different cells; the one vector of both bounds out no structure whose
-trade-off the front has not already beaten at its least latency.
+A tile structure fixes (stationary, tile_stat, tile_mov, tile_k) (`bounds.TILE_PARAMS`); its points differ in
+blocks, loop order, accumulator, cores and shard. Its *cells* are its core splits ``(c_b, c_s, c_m)``
+(`bounds.split_cells`): every feasible point of the structure splits its cores as one of them, and its latency,
+off-chip bytes and energy are at least that cell's floors. Few cores move few bytes slowly and many cores are fast
+and duplicate operands, so the structure's least latency and its least bytes sit in different cells; the one
+vector of both bounds out no structure whose trade-off the front has not already beaten at its least latency.
 
-`structure_cells` gives one structure's cells (`mapper.bounds.FrontCellBounded`);
-`cell_blocks` gives every structure's cells, a stationary choice and a split at a time
-(`mapper.bounds.FrontCellBlocks`), for a dominance pass over millions of structures in numpy.
-Latency (seconds), off-chip bytes, energy (pJ) and footprint (bytes) have cells. With footprint, a
-structure's cells (`structure_cells`) are its splits' loop-order and block-size cases
-(`refetch.footprint_cases`, split by split), where a point's fetches and footprint are bounded together;
-the dominance pass (`cell_blocks`) screens its (tile_stat, tile_mov) groups by the cases (over every
-tile_k at once) and then prices one cell per split, a case count cheaper than the cases tile by tile; a
-later pass, asked about the structures still live only, prices those case by case (`_live_cases`). With
-latency beside off-chip bytes or energy, that later pass prices each split's fine loop-order and block-size
-cases too (`latency_cased`): the fewest fetches need the largest blocks, which load the most before anything
-overlaps, pad the most tiles and, beyond PSUM, accumulate in SBUF.
+`structure_cells` gives one structure's cells (`mapper.bounds.FrontCellBounded`); `cell_blocks` gives every
+structure's cells, a stationary choice and a split at a time (`mapper.bounds.FrontCellBlocks`), for a dominance
+pass over millions of structures in numpy (screened a chunk at a time, `screen.open_rows`).
+Latency (seconds), off-chip bytes, energy (pJ) and footprint (bytes) have cells. With footprint, a structure's
+cells (`structure_cells`) are its splits' loop-order and block-size cases (`refetch.footprint_cases`, split by
+split), where a point's fetches and footprint are bounded together; the dominance pass (`cell_blocks`) screens
+its (tile_stat, tile_mov) groups by the cases (over every tile_k at once) and then prices one cell per split, a
+case count cheaper than the cases tile by tile; a later pass, asked about the structures still live only, prices
+those case by case (`_live_cases`). With latency beside off-chip bytes or energy, that later pass prices each
+split's fine loop-order and block-size cases too (`latency_cased`): the fewest fetches need the largest blocks,
+which load the most before anything overlaps, pad the most tiles and, beyond PSUM, accumulate in SBUF.
 """
 
 from __future__ import annotations
@@ -46,6 +44,7 @@ from costmodels.trainium.bounds import (
 from costmodels.trainium.hardware import TrainiumHardware
 from costmodels.trainium.nest import roles_of
 from costmodels.trainium.repeats import Canonical, repeated_structures
+from costmodels.trainium.screen import open_rows
 from workload.problem import Problem
 
 #: the objectives the cells bound
@@ -232,7 +231,7 @@ def cell_blocks(
             problem, hw, one_stat, consts, energy=energy, footprint=footprint, k_least=True
         ):
             assert floors is not None
-            groups = ~dominated_rows(_rows(hw, lat, floors, objectives), front)  # ([case,] tile_stat, tile_mov)
+            groups = yield from open_rows(_rows(hw, lat, floors, objectives), front, at * per_stat)  # ([case,] ts, tm)
             open_groups = np.asarray(groups.reshape(-1, n_ts, len(one_stat["tile_mov"])).any(axis=0))
             if asked is not None:  # (tile_stat, tile_mov, tile_k) of this stationary choice: live and not screened out
                 mask = asked & open_groups[:, :, None]
@@ -258,7 +257,8 @@ def cell_blocks(
                     continue
             else:
                 stats = np.flatnonzero(open_groups.any(axis=1))
-            if not stats.size:
+            if not stats.size:  # (no rows: an empty block, so that the pass may stop between splits)
+                yield at * per_stat, np.zeros((0, len(objectives)))
                 continue
             some = {**one_stat, "tile_stat": tuple(one_stat["tile_stat"][i] for i in stats)}
             for _, _, lat, floors in split_cells(

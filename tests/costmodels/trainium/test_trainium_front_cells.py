@@ -165,6 +165,24 @@ def test_a_front_given_to_the_blocks_leaves_the_same_structures_live(seed: int) 
     assert sum(len(r) for _, r in runs) < len(rows)  # rows of dominated groups left out
 
 
+@pytest.mark.parametrize("objectives", [OBJECTIVES[:2], OBJECTIVES[:3]])
+def test_a_pass_whose_front_dominates_every_cell_can_stop_between_splits(objectives: tuple[str, ...]) -> None:
+    """Every group dominated, no row is open: each split still yields a block (empty), so the pass asks whether to
+    stop after each (a trn1 8191x3x65537 fp8 GEMM with three objectives once ran 16 s past a 1 s budget in one
+    pass whose blocks came only at its end)."""
+    t = every_tile_target("trn1")
+    p = einsum("mk,kn->mn", {"m": 61, "k": 3, "n": 127}, dtype="bf16", weight=1)
+    total = int(np.prod([len(q.choices) for q in t.space(p).params[:4]]))
+    front = np.zeros((1, len(objectives)))  # (dominates every row)
+    runs = list(t.structure_front_cell_blocks(p, TILE_PARAMS, objectives, front) or [])
+    assert len(runs) >= 2 and all(len(rows) == 0 for _, rows in runs)
+    asked: list[int] = []
+    cut = live_structures(iter(runs), total, front, stop=lambda: asked.append(1) is None and len(asked) > 1)
+    assert cut is None and len(asked) == 2  # stopped at the second block: the pass is abandoned
+    whole = live_structures(iter(runs), total, front, stop=lambda: False)
+    assert whole is not None and not whole.any()
+
+
 @pytest.mark.parametrize(
     ("preset", "problem"),
     [
