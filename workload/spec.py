@@ -141,7 +141,9 @@ class EinsumSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": cast(list[JsonValue], EINSUM_EXAMPLES)})
     kind: Literal["einsum"] = "einsum"
-    expr: str = Field(description="the einsum; compact inputs are named A, B and the output Y")
+    expr: Annotated[str, WithJsonSchema({"type": "string", "minLength": 1})] = Field(
+        description="the einsum; compact inputs are named A, B and the output Y"
+    )  # (documented as not empty; the front-end says what is wrong with an empty one)
     sizes: dict[str, AxisSize] = Field(description=f"axis name -> size (1..{MAX_AXIS_SIZE})")
     dtype: InputDtype | dict[str, InputDtype] = Field(
         default="bf16", description="one dtype for every input, or input -> dtype"

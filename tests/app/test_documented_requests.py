@@ -61,6 +61,7 @@ def test_dtypes_are_documented_and_outputs_leave_out_block_floats(document: dict
     assert set(einsum["out_dtype"]["anyOf"][0]["enum"]) == outputs
     assert set(einsum["dtype"]["anyOf"][0]["enum"]) == inputs
     assert set(einsum["dtype"]["anyOf"][1]["additionalProperties"]["enum"]) == inputs
+    assert einsum["expr"]["minLength"] == 1
     workload_query = {p["name"]: p["schema"] for p in document["paths"]["/v1/workloads/{name}"]["get"]["parameters"]}
     assert "bfloat4_b" in workload_query["dtype"]["enum"] and "bfloat4_b" not in workload_query["out_dtype"]["enum"]
 
