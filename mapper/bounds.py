@@ -63,7 +63,7 @@ from mapper.bound_hooks import (  # noqa: F401 (re-exported: the targets' option
     StructureObjectiveFloors,
     StructureRepeats,
 )
-from mapper.pareto import pareto_front, row_gaps
+from mapper.pareto import pareto_front
 from workload.problem import Problem
 
 
@@ -156,7 +156,6 @@ def live_structures(
     stop: Callable[[], bool] | None = None,
     open_floors: np.ndarray | None = None,
     open_rows: Callable[[np.ndarray, np.ndarray], None] | None = None,
-    open_gaps: np.ndarray | None = None,
 ) -> np.ndarray | None:
     """Which of `total` structures have a cell that `front` does not dominate (`FrontCellBlocks`' blocks).
 
@@ -166,11 +165,8 @@ def live_structures(
     early once every structure is live. `open_floors` (total x objectives, filled with inf by the caller):
     each structure's least row vector, objective by objective, over the cells the front leaves open (for
     the visit order only: `mapper.strategies.front_pass`; it may be of lower precision). `open_rows`: called with
-    each block's rows the front leaves open and their structures' numbers (`front_pass.OpenRows.add`). `open_gaps`
-    (total, float32, filled with 0 by the caller): each structure's largest `mapper.pareto.row_gaps` to `front` over
-    its open cells, rounded up (the front is within it of each of the structure's points it does not dominate).
+    each block's rows the front leaves open and their structures' numbers (`front_pass.OpenRows.add`).
     """
-    stairs = front[pareto_front(front)] if open_gaps is not None else front
     live = np.zeros(total, dtype=bool)
     for first, rows in blocks:
         if stop is not None and stop():
@@ -182,11 +178,7 @@ def live_structures(
             open_floors[at] = np.minimum(open_floors[at], rows[open_])
         if open_rows is not None and open_.any():
             open_rows(first + np.flatnonzero(open_), rows[open_])
-        if open_gaps is not None and open_.any():
-            at = first + np.flatnonzero(open_)
-            gaps = np.nextafter(row_gaps(stairs, rows[open_]).astype(np.float32), np.float32(np.inf))
-            open_gaps[at] = np.maximum(open_gaps[at], gaps)
-        if live.all() and open_floors is None and open_rows is None and open_gaps is None:  # (would not change it)
+        if live.all() and open_floors is None and open_rows is None:  # the rest of the pass would not change that
             break
     return live
 

@@ -258,10 +258,8 @@ class LivePass:
         # the cell rows the last pass left open, and the live structures left out on them as the front grew
         self.open_rows = OpenRows().close()
         self.rows_out = 0
-        # each structure's least open-cell values after the first pass, its gap to the front over its open cells in
-        # the later passes that priced it, and the structures still live (`front_gap`)
+        # each structure's least open-cell values after the first pass, and the structures still live (`front_gap`)
         self.open_floors: np.ndarray | None = None
-        self.gaps: np.ndarray | None = None
         self.live_mask: np.ndarray | None = None
         # which structures repeat another point for point (`StructureRepeats`), and how many of them the pass left out
         self.repeats, self.repeated = repeats or (lambda: None), 0
@@ -358,12 +356,13 @@ class LivePass:
 
     def front_gap(self, front: np.ndarray | None, decided: set[tuple[Choice, ...]]) -> float | None:
         """How close `front` (the search's) is proven to the exact front when live structures are left unvisited, two
-        objectives: the largest of their gaps (`mapper.pareto.row_gaps`), each the least of three, all admissible:
-        its open cells' gap to the front of the last later pass that priced them (the front found dominates that
-        front: it grew from it, within `RTOL`), the gap of `front` to the rows the first pass left open for it
-        (`OpenRows.gaps`, where kept) and to its least open-cell values after that pass. The front is then within
-        the gap of every point those cells hold, and dominates every other point of the space. `decided`: the
-        structures scored or left out. None before the first pass, or with more objectives (not computed)."""
+        objectives: the largest of their gaps (`mapper.pareto.row_gaps`), each the lesser of two, both admissible:
+        the gap of `front` to the rows the first pass left open for it (`OpenRows.gaps`, where kept) and to its
+        least open-cell values after that pass, objective by objective. The front is then within the gap of every
+        point those cells hold, and dominates (within `RTOL`) every other point of the space: the first pass's front
+        dominated them, and `front` grew from it. Not the later passes' rows: they need only show that a structure
+        is live (`mapper.bounds.FrontCellBlocks`; Trainium gives its first open case), not bound all its points.
+        `decided`: the structures scored or left out. None before the first pass, or with more objectives."""
         if self.live_mask is None or front is None or front.shape[1] != 2:
             return None
         left = self.live_mask.copy()
@@ -373,8 +372,6 @@ class LivePass:
             return 0.0
         at = np.flatnonzero(left)
         gaps = self.open_rows.gaps(at, front)
-        if self.gaps is not None:
-            gaps = np.minimum(gaps, self.gaps[at])
         if self.open_floors is not None:  # (float32: nudged down, still below every open cell's values)
             floors = np.nextafter(self.open_floors[at], np.float32(-np.inf)).astype(np.float64)
             gaps = np.minimum(gaps, row_gaps(front, np.maximum(floors, 0.0)))
@@ -430,19 +427,12 @@ class LivePass:
             asked = np.zeros_like(live)
             asked[rest] = live[rest]  # the live structures left to visit: only their outcome counts
             blocks = self.blocks(grown, asked)
-            two = front.shape[1] == 2  # (each live structure's gap to the front, `front_gap`: two objectives)
-            gaps = np.zeros(self.flat.size, dtype=np.float32) if two else None
-            again = (
-                None if blocks is None else live_structures(blocks, self.flat.size, grown, self.stop, None, None, gaps)
-            )
+            again = None if blocks is None else live_structures(blocks, self.flat.size, grown, self.stop)
             spent = time.perf_counter() - t0
             self.seconds += spent
             last, front, visits = time.perf_counter(), grown, 0
             if again is None:
                 continue
-            if gaps is not None:  # (each pass's are admissible: the lesser is)
-                self.gaps = np.full_like(gaps, np.inf) if self.gaps is None else self.gaps
-                self.gaps[rest] = np.minimum(self.gaps[rest], gaps[rest])
             out = live[rest] & ~again[rest]
             self.pruned += int(out.sum())
             self.later += int(out.sum())

@@ -2,7 +2,6 @@
 
 - `row_gaps` is the front's multiplicative epsilon-indicator against each row: the staircase search of two
   objectives gives what comparing the row with every front point gives, on random fronts and rows;
-- `live_structures` keeps each structure's largest gap over the cells the front leaves open;
 - best-first with two objectives on Trainium, stopped after some structures: the front found is within its
   certificate's `front_gap` of every point of the enumeration's exact front (so of every point of the space),
   on fronts that are not exact; a finished search says 0.
@@ -15,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mapper.bounds import RTOL, live_structures
+from mapper.bounds import RTOL
 from mapper.display import result_table
 from mapper.pareto import front_gap, row_gaps
 from mapper.search import tune
@@ -67,19 +66,6 @@ def test_row_gaps_on_a_staircase_by_hand() -> None:
     # on the front: 0; (1, 4): (2, 4) is 2x its first; (4, 2): (2, 4) is 2x its second, (8, 1) 2x its first
     np.testing.assert_allclose(row_gaps(front, rows), [0.0, 1.0, 1.0, 7.0, 0.0])
     assert front_gap(front, np.zeros((0, 2))) == 0.0 and np.isinf(front_gap(np.zeros((0, 2)), rows))
-
-
-def test_a_pass_keeps_each_structures_largest_gap_over_its_open_cells() -> None:
-    front = np.array([[1.0, 10.0], [4.0, 2.0]])
-    blocks = [
-        (0, np.array([[2.0, 20.0], [1.0, 5.0], [4.5, 1.5]])),  # structure 0 dominated; 1: gap 1; 2: 1/3
-        (0, np.array([[1.0, 10.0], [0.5, 10.0], [4.0, 4.0]])),  # 0 still dominated; 1: gap 1 (keeps 1); 2: 0
-    ]
-    gaps = np.zeros(3, dtype=np.float32)
-    live = live_structures(iter(blocks), 3, front, open_gaps=gaps)
-    assert live is not None and live.tolist() == [False, True, True]
-    assert gaps[0] == 0.0 and gaps[1] >= 1.0 and gaps[2] >= 1 / 3
-    np.testing.assert_allclose(gaps, [0.0, 1.0, 1 / 3], rtol=1e-6)  # (rounded up from float32)
 
 
 def _cancel_after(n: int) -> Watch:
