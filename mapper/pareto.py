@@ -174,8 +174,3 @@ def row_gaps(front: np.ndarray, rows: np.ndarray, block: int = 4096) -> np.ndarr
             ratio = np.where(front[None, :, :] <= rows[at, None, :], 1.0, front[None, :, :] / rows[at, None, :])
             out[at] = ratio.max(axis=2).min(axis=1) - 1.0
     return out
-
-
-def front_gap(front: np.ndarray, rows: np.ndarray) -> float:
-    """The largest of `row_gaps`: the front is within it of every point the rows bound (0 for no rows)."""
-    return float(row_gaps(front, rows).max()) if len(rows) else 0.0
