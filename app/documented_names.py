@@ -11,23 +11,19 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import JsonValue, WithJsonSchema
+from pydantic import JsonValue
 
 from costmodels.registry import target_names
 from mapper.settings import OBJECTIVES
 from workload import named
-
-
-def _named(names: list[str]) -> WithJsonSchema:
-    return WithJsonSchema({"type": "string", "enum": names})
-
+from workload.spec import documented_names
 
 #: a target preset (GET /v1/targets)
-TargetName = Annotated[str, _named(list(target_names()))]
+TargetName = Annotated[str, documented_names(list(target_names()))]
 #: an objective to minimise (one that some target prices)
-ObjectiveName = Annotated[str, _named(list(OBJECTIVES))]
+ObjectiveName = Annotated[str, documented_names(list(OBJECTIVES))]
 #: a named workload (GET /v1/workloads)
-WorkloadName = Annotated[str, _named(named.names())]
+WorkloadName = Annotated[str, documented_names(named.names())]
 
 
 def given(name: str, kind: str) -> dict[str, JsonValue]:

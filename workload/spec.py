@@ -57,18 +57,17 @@ PaddingPair = Annotated[IntOrPair, _documented_range(0)]
 AxisSize = Annotated[StrictInt, _documented_range(1, MAX_AXIS_SIZE, pair=False)]
 
 
-def _documented_names(names: list[str]) -> WithJsonSchema:
-    """The JSON schema of a dtype name among `names`. Documentation only, as `_documented_range`: the front-ends
-    also take other capitalisations and say what is wrong with an unknown name."""
+def documented_names(names: list[str]) -> WithJsonSchema:
+    """The JSON schema of a name among `names` (a dtype here, a target or an objective in the app's requests).
+    Documentation only, as `_documented_range`: the validators also take other capitalisations of a dtype and say
+    what is wrong with an unknown name."""
     return WithJsonSchema({"type": "string", "enum": cast(list[JsonValue], names)})
 
 
 #: an input's dtype: every spelling `workload.dtypes` accepts (canonical names and aliases)
-InputDtype = Annotated[str, _documented_names(list(dtypes.ALIASES))]
+InputDtype = Annotated[str, documented_names(list(dtypes.ALIASES))]
 #: an output's dtype: the same but tt-metal's block floats, input formats only (`workload.problem`)
-OutputDtype = Annotated[
-    str, _documented_names([a for a, name in dtypes.ALIASES.items() if not dtypes.info(name).block])
-]
+OutputDtype = Annotated[str, documented_names([a for a, name in dtypes.ALIASES.items() if not dtypes.info(name).block])]
 
 EINSUM_EXAMPLES: list[dict[str, Any]] = [
     {
