@@ -1,8 +1,8 @@
 """Request fields that name a target preset, an objective or a workload, documented with the names the service knows.
 
 Each type is a plain string to validation: an unknown name is still the engine's 422 (or a path's 404) that lists
-the known names. The OpenAPI document gives the field those names as its ``enum``, so the console offers them as a
-choice and a client generated from the document (or a fuzzer) picks a known one. The names are the registry's and
+the known names. The OpenAPI document gives the field those names as its ``enum``, so the console lists them and a
+client generated from the document (or a fuzzer) picks a known one. The names are the registry's and
 the shipped catalog's when the app is built (`costmodels.registry.target_names`, `mapper.settings.OBJECTIVES`:
 the objectives some target prices, `workload.named.names`).
 """
