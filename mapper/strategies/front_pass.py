@@ -343,9 +343,10 @@ class LivePass:
         idx = np.flatnonzero(live)
         self.live = int(idx.size)
         self.live_mask = live  # (`front_gap`)
-        self.open_floors = lows  # (`front_gap`)
+        self.open_floors = lows if front.shape[1] == 2 else None  # (`front_gap`, two objectives: kept for it only)
         if lows is not None and idx.size:  # the staircase of the live structures' open cells first (`OPEN_SEEDS`)
             others = [lows[idx, j] for j in range(lows.shape[1]) if j != self.at]
+            del lows  # (held on only where `front_gap` needs it)
             for i in idx[seed_structures(self.flat[idx], others, OPEN_SEEDS)].tolist():
                 if self.stop():
                     break

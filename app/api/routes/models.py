@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import yaml
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from pydantic import ValidationError, WithJsonSchema
+from pydantic import ValidationError
 
 from app.api.deps import ClientDep, SettingsDep, StoreDep, Writer
 from app.api.errors import Unprocessable, UnsupportedMediaType
@@ -29,7 +29,7 @@ from workload.imported import ImportedModel
 from workload.layer_list import load_layers
 from workload.onnx_import import import_onnx
 from workload.onnx_ops import CONVERTERS
-from workload.spec import CONV2D_EXAMPLES, EINSUM_EXAMPLES
+from workload.spec import CONV2D_EXAMPLES, EINSUM_EXAMPLES, documented_names
 
 router = APIRouter(prefix="/v1/models", tags=["models"])
 
@@ -85,7 +85,7 @@ ParamQuery = Annotated[
     ),
 ]
 OpQuery = Annotated[
-    list[Annotated[str, WithJsonSchema({"type": "string", "enum": list(CONVERTERS)})]],
+    list[Annotated[str, documented_names(list(CONVERTERS))]],
     Query(max_length=16, description=f"import only these operators (repeatable): {', '.join(CONVERTERS)}"),
 ]
 DtypeQuery = Annotated[
