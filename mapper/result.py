@@ -93,8 +93,8 @@ class Certificate(BaseModel):
         ge=0,
         description="two objectives (best-first): every feasible point of the space has a point of the front found "
         "within this relative margin of it on every objective (f <= (1 + front_gap) x, each objective; from the cells' "
-        "floors of the structures left unexplored, `mapper.pareto.row_gaps`): 0 when the front is exact; None when "
-        "not known",
+        "floors of the structures left unexplored, and the points priced of them, `mapper.pareto.row_gaps`): 0 when "
+        "the front is exact; None when not known",
     )
 
     @property

@@ -15,8 +15,8 @@ follow the floors: a structure whose cells' floors the front dominates when its 
 every point of the structure, and the visit scores only those of the cells the front leaves open,
 `FrontBounds.live_points`; with two objectives, where the target gives every structure's cells in one
 array, `FrontCellTable`, the structures after the first are priced cell by cell in rounds instead,
-`mapper.strategies.cell_rounds`). Each visited structure's
-sub-space is scored exactly (`Evaluator.visit`). The search stops when the next structure's bound
+`mapper.strategies.cell_rounds`). Each visited structure's sub-space is scored exactly (`Evaluator.visit`).
+The search stops when the next structure's bound
 is not below the best found (``bound * (1 + RTOL) >= best``, `StructureBounds.bounded_out`): the
 bounds are sorted, so no structure left can hold a better point and the best is optimal over the
 target's space (stop reason ``lower-bound``; every structure left is pruned by bound). Every
@@ -31,8 +31,9 @@ admissible for all), one structure is scored and the certificate's remaining bou
 Several objectives: the structure's bound vector is its latency bound beside floors that hold for the whole
 problem (`mapper.bounds.FrontBounds`, and the target's cells); once the merged front dominates the next
 structure's vector it dominates every later one, and the front is the exact Pareto front over the space (weak
-dominance); cut short, the certificate's ``front_gap`` says how close it is (`LivePass.front_gap`). One objective
-other than latency that the target bounds cell by cell goes the same way, the best point its one-point front.
+dominance); cut short, the certificate's ``front_gap`` says how close it is (`LivePass.front_gap`,
+`CellRounds.front_gap`). One objective other than latency that the target bounds cell by cell goes the same way,
+the best point its one-point front.
 
 Warm starts (one objective, latency): the target's rule-of-thumb structures are scored first, each only while its
 bound is below the best found. When the best then reaches the whole problem's roofline (`StructureBounds.whole`,
@@ -71,8 +72,7 @@ from mapper.strategies.objective import CHECKED, Evaluator
 from mapper.watch import Watch
 from workload.problem import Problem
 
-#: structures bounded between two checks of the deadline and the cancel
-BOUND_BATCH = 64
+BOUND_BATCH = 64  #: structures bounded between two checks of the deadline and the cancel
 
 
 def structure_order(
@@ -307,8 +307,8 @@ class BestFirst(Strategy):
         cert = self._certificate(space, bounds, front_bounds, ev, total, visited, reason, next_bound, skipped)
         if settings.objectives[0] != cert.objective:
             cert = cert.model_copy(update={"objective": settings.objectives[0]})
-        if settings.multi_objective and not cert.complete and live is not None:  # how close the front is proven
-            cert = cert.model_copy(update={"front_gap": live.front_gap(ev.front_values, seen | dropped)})
+        if settings.multi_objective and not cert.complete and (proof := live or rounds) is not None:  # (`front_gap`)
+            cert = cert.model_copy(update={"front_gap": proof.front_gap(ev.front_values, seen | dropped)})
         front = ev.merged_front() if settings.multi_objective else []
         point, values = ev.best_point, ev.best_values
         if front:  # several objectives: the front's first point (the best first objective)

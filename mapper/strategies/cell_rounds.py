@@ -35,7 +35,7 @@ values of, a point of the final front. Every other point was priced, and its str
 A structure with a point priced counts as scored (its other points, in dominated cells, as left out);
 one with none as pruned by bound. When the budget or a cancel ends the rounds first, a structure with a
 cell still open is unexplored, and the points priced of it are left out of the result: the certificate
-covers what was done.
+covers what was done, and its ``front_gap`` says how close the front left is (`front_gap`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from costmodels.dominance import dominated_columns, dominated_rows, finite_rows
 from costmodels.protocol import BatchScore, Choice, Param, Target
 from mapper.bounds import CellOfPoints, FrontBounds, FrontCellTable, PointFloored, with_point_floors
 from mapper.enumerate import scored_values
-from mapper.pareto import pareto_front
+from mapper.pareto import pareto_front, row_gaps
 from mapper.settings import StopReason
 from mapper.strategies.cell_columns import lifted
 from mapper.strategies.objective import Evaluator, Outcome
@@ -99,6 +99,7 @@ class CellRounds:
         self.point_floors = ev.target.point_floors if isinstance(ev.target, PointFloored) else None
         self._inner_floors: dict[str, np.ndarray] | None = None  # (`inner_floors`: {} where there are none)
         self.seconds = 0.0
+        self.front: np.ndarray | None = None  # the rounds' own front when they ended (`front_gap`)
         # structures visited before the rounds (settled already): their cells are closed, as priced
         self.visited = np.zeros(self.open.size // self.cells_per, dtype=bool)
         for key in visited:
@@ -234,6 +235,7 @@ class CellRounds:
             if progress is not None:  # cells priced or dominated so far, of `total_cells`
                 progress(self.total_cells - int(self.open.sum()))
         self.seconds = time.perf_counter() - t0
+        self.front = front
         return self._settle(kept, priced, reason, front)
 
     def _settle(
@@ -291,6 +293,29 @@ class CellRounds:
             ev.grow_front(values[finite_rows(values) & ~left[owner]])
         rest = self.columns[self.at][self.open] if reason is not None else np.zeros(0)
         return scored, pruned, reason or "space-exhausted", float(rest.min()) if rest.size else None
+
+    def front_gap(self, result: np.ndarray | None, decided: Collection[tuple[Choice, ...]] = ()) -> float | None:
+        """How close `result` (the search's front: the structures finished) is proven to the exact front when the rounds
+        ended first (`mapper.pareto.row_gaps`: every point of the space has a point of `result` at most 1 + gap times
+        it on both objectives). The larger of two admissible gaps: to the rows of the cells still open (each bounds
+        its points), and to the rounds' own front (it holds the points priced of the structures left unexplored,
+        which the result leaves out). Every other point is in a cell, or was left out on its own floors, that the
+        rounds' front dominated (within `RTOL`) when it was closed, or was priced and is dominated by that front;
+        the front only grows, so each is dominated by a point of it. 0 when nothing is open and the result holds
+        the rounds' front; None before `run`, with no result front, or where a cell's floor is 0 and the front's
+        is not (no bound). `decided` (the structures scored or left out, `LivePass.front_gap`'s) is not read: the
+        cells still open are those of the structures undecided."""
+        if self.front is None and not self.rounds:
+            return None
+        if result is None or not len(result):
+            return None
+        rows = self.rows(np.flatnonzero(self.open))
+        if self.front is not None and len(self.front):
+            rows = np.concatenate([rows, self.front])
+        if not len(rows):
+            return 0.0
+        gap = float(row_gaps(result, np.maximum(rows, 0.0)).max())
+        return gap if np.isfinite(gap) else None
 
     def inner_floors(self) -> dict[str, np.ndarray] | None:
         """The target's floors of each point of a structure's sub-space (`PointFloored`), where they read inner

@@ -4,21 +4,28 @@
   objectives gives what comparing the row with every front point gives, on random fronts and rows;
 - best-first with two objectives on Trainium, stopped after some structures: the front found is within its
   certificate's `front_gap` of every point of the enumeration's exact front (so of every point of the space),
-  on fronts that are not exact; a finished search says 0.
+  on fronts that are not exact; a finished search says 0;
+- best-first over Ascend's cells in rounds (`mapper.strategies.cell_rounds`), cancelled after a few rounds: the
+  same, with the points priced of unfinished structures left out of the front (a gap that leaves out either of
+  its two parts, the open cells or the rounds' own front, is not admissible on these stops).
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from costmodels.registry import get_target
 from mapper.bounds import RTOL
 from mapper.display import result_table
 from mapper.pareto import row_gaps
 from mapper.search import tune
 from mapper.settings import SearchSettings
+from mapper.strategies import cell_rounds
 from mapper.watch import Watch
 from tests.costmodels.trainium.tile_structures import every_tile_target
 from workload.conv2d import conv2d
@@ -108,3 +115,41 @@ def test_a_stopped_search_is_within_its_front_gap_of_every_point(
         assert any(f"the front within {cert.front_gap:.2%} of every point" in c for c in shown), shown
     assert gaps[0][1] > 0 and gaps[0][0] > 0, f"the first stop left the front exact: {gaps}"
     assert [g for g, _ in gaps] == sorted((g for g, _ in gaps), reverse=True)  # it shrinks as the front grows
+
+
+@pytest.mark.parametrize(
+    ("preset", "problem", "objectives"),
+    [
+        ("ascend-910b", conv2d(batch=1, in_channels=8, out_channels=12, input_height=5, input_width=5, kernel=3,
+                               padding=1), ("latency", "energy")),
+        ("ascend-a5", einsum("mk,kn->mn", {"m": 97, "k": 89, "n": 83}, dtype="bf16", weight=1),
+         ("latency", "footprint")),
+    ],
+    ids=["910b-conv-energy", "a5-gemm-footprint"],
+)  # fmt: skip
+def test_rounds_cut_short_are_within_their_front_gap_of_every_point(
+    preset: str, problem: Problem, objectives: tuple[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cell_rounds, "FIRST_ROUND_POINTS", 16)  # many small rounds: many places to stop
+    monkeypatch.setattr(cell_rounds, "ROUND_POINTS", 256)
+    t = get_target(preset)
+    base = dict(objectives=objectives, max_seconds=600)
+    exact = tune(problem, t, SearchSettings(strategy="exhaustive", **base), validate=False)
+    whole = np.array([[q.values[o] for o in objectives] for q in exact.pareto])
+    gaps = []
+    for polls in (4, 5, 8, 40, 160):  # the cancel is asked at every structure and round: a stop after a few rounds
+        clock = itertools.count()
+        watch = Watch(progress=lambda *_: None, cancel=lambda c=clock, n=polls: next(c) >= n)
+        r = tune(problem, t, SearchSettings(strategy="bestfirst", **base), validate=False, progress=watch)
+        cert = r.certificate
+        assert cert is not None and any("rounds" in note for note in r.notes)
+        if cert.complete:
+            assert cert.front_gap == 0.0
+            continue
+        assert r.stop_reason == "cancelled" and cert.front_gap is not None and cert.unexplored > 0
+        found = np.array([[q.values[o] for o in objectives] for q in r.pareto])
+        need = float(row_gaps(found, whole).max())
+        assert need <= (1 + cert.front_gap) * (1 + RTOL) - 1 + 1e-12, (polls, need, cert.front_gap)
+        assert any("the front is within" in note for note in r.notes)
+        gaps.append((cert.front_gap, need))
+    assert any(g > 0 and need > 0 for g, need in gaps), f"no stop left the front short of the exact one: {gaps}"
