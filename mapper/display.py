@@ -103,29 +103,51 @@ def show_result(console: Console, r: TuneResult) -> None:
     console.print(Group(*parts))
 
 
+def workload_objectives(w: WorkloadResult) -> list[str]:
+    """The objectives of a workload's searches: the first (`WorkloadResult.objective`), then the others its layers'
+    results carry (several objectives: each layer's mapping is its front's first point, the best first objective)."""
+    others = next((r.objectives for r in w.results.values()), [w.objective])
+    return [w.objective, *(o for o in others if o != w.objective)]
+
+
 def show_workload(console: Console, w: WorkloadResult) -> None:
-    """Per-layer and total summary of a workload."""
+    """Per-layer and total summary of a workload; with several objectives, each layer's front size and the other
+    objectives' values at its mapping (the front's first point), and their totals."""
     unit = UNITS.get(w.objective, "")
-    t = Table(title=f"{w.workload} on {w.target}: {w.objective}", title_justify="left")
-    for col, just in (("#", "right"), ("layer", "left"), (w.objective, "right"), ("gap", "right")):
+    objectives = workload_objectives(w)
+    others = objectives[1:]
+    t = Table(title=f"{w.workload} on {w.target}: {', '.join(objectives)}", title_justify="left")
+    for col, just in (("#", "right"), ("layer", "left"), (w.objective, "right"), *((o, "right") for o in others)):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
+    if others:
+        t.add_column("front", justify="right")
+    t.add_column("gap", justify="right")
     t.add_column("optimal")
     t.add_column("time", justify="right")
     t.add_column("note")
+    totals: dict[str, float | None] = dict.fromkeys(others, 0.0)
     for lay in w.layers:
         note = f"same as #{lay.duplicate_of}" if lay.duplicate_of is not None else ("cached" if lay.cached else "")
+        r = w.results.get(lay.problem_hash)
+        values = r.values if r is not None and r.feasible else {}
+        for o in others:
+            have = totals[o]
+            totals[o] = None if have is None or values.get(o) is None else have + values[o]
         t.add_row(
             str(lay.index),
             escape(lay.label),
             fmt(lay.value, unit),
+            *(fmt(values.get(o), UNITS.get(o, "")) for o in others),
+            *([str(len(r.pareto)) if r is not None else "-"] if others else []),
             "-" if lay.gap is None else f"{lay.gap:.1%}",
             "yes" if lay.proven_optimal else "no",
             f"{lay.seconds:.2f} s",
             note,
         )
     console.print(t)
+    at = "".join(f", {o} at those mappings {fmt(v, UNITS.get(o, ''))}" for o, v in totals.items())
     console.print(
-        f"total {w.objective}: {fmt(w.total_value, unit)}; {len(w.layers)} layers, {w.distinct} distinct, "
+        f"total {w.objective}: {fmt(w.total_value, unit)}{at}; {len(w.layers)} layers, {w.distinct} distinct, "
         f"{w.searched} searched, {w.proven_optimal} proven optimal; {w.seconds:.2f} s"
     )
     if w.network is not None:
@@ -213,7 +235,7 @@ def show_comparison(console: Console, rows: list[tuple[str, TuneResult | Workloa
     console.print(comparison_table(rows))
 
 
-def _cell(value: object, width: int = 60) -> str:
+def _cell(value: object, width: int = 1000) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, list | tuple):

@@ -80,7 +80,7 @@ def tune(
     reduce_op: Annotated[str, typer.Option(help="add | mul | max | min (einsum problems)")] = "add",
     out_dtype: Annotated[str | None, typer.Option(help="output dtype (default: the accumulation type)")] = None,
     target: Annotated[
-        list[str], typer.Option(help="target preset (see `mapper targets`); several make a comparison")
+        list[str], typer.Option(help="target preset (see `mapper targets`; default rngd); several make a comparison")
     ] = [],  # noqa: B006
     override: Annotated[
         list[str], typer.Option(help="hardware override name=value; a list field takes a,b,c (repeatable)")
@@ -117,9 +117,13 @@ def tune(
     ] = None,
 ) -> None:
     """Find the best mapping of a problem (or every layer of a workload) on one target or several."""
-    sources = [x for x in (einsum, conv, file, workload, onnx, layers) if x]
+    sources = [x for x in (einsum, conv, file, workload, onnx, layers) if x is not None]
     if len(sources) != 1:
         _fail("give exactly one of --einsum, --conv, --file, --workload, --onnx or --layers")
+    named = (("--einsum", einsum, "mk,kn->mn"), ("--conv", conv, "batch=1,in=64,out=64,h=56,w=56,k=3"))
+    for flag, given, example in (*named, ("--workload", workload, "resnet50")):
+        if given is not None and not given.strip():
+            _fail(f"{flag} is empty: give one, e.g. {flag} {example}")
     with _user_errors():
         targets = _targets(target)
         bl.parse_tolerance(tolerance)

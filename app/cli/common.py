@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import typing
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -10,6 +12,7 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
+from rich.console import Console
 
 from app import baseline as bl
 from app.client import ApiClient, ApiError, ServerUnreachable
@@ -37,6 +40,17 @@ MAX_NESTING = 64
 
 Result = TuneResult | WorkloadResult
 Row = tuple[str, Result | None, str | None]  # target, result, error
+
+
+#: the width of tables and dumps on standard output when it is not a terminal (a pipe, a CI log, a file) and
+#: ``COLUMNS`` does not say: wide enough that no line is cut or wrapped at rich's default of 80 columns
+PIPED_WIDTH = 240
+
+
+def out_console() -> Console:
+    """Standard output's console: a terminal's own width; piped or redirected, `PIPED_WIDTH` (or ``COLUMNS``)."""
+    piped = not sys.stdout.isatty() and not os.environ.get("COLUMNS")
+    return Console(width=PIPED_WIDTH if piped else None)
 
 
 class UsageError(Exception):

@@ -6,9 +6,9 @@ import json
 from typing import Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from app.cli.common import out_console
 from mapper.display import generic_table
 
 
@@ -38,20 +38,23 @@ def print_targets(rows: list[dict[str, Any]], as_json: bool) -> None:
         return
     table = Table(title="targets", title_justify="left")
     for col in ("target", "family", "objectives", "key figures"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # (a figure wraps whole; it is never cut to an ellipsis)
     for row in rows:
         figures = ", ".join(f"{k}={v:g}" for k, v in list(row.get("figures", {}).items())[:6])
         table.add_row(
             row["target"], row["family"], ", ".join(row.get("objectives", [])), figures or row.get("error", "")
         )
-    Console().print(table)
+    out_console().print(table)
 
 
 def local_workloads() -> list[dict[str, Any]]:
-    """One row per named workload: its layer count and the first line of its description."""
+    """One row per named workload: its layer count and its description (the first line of `describe`, whole)."""
     from workload.named import describe, load, names
 
-    return [{"workload": n, "layers": len(load(n)), "description": describe(n).splitlines()[0]} for n in names()]
+    return [
+        {"workload": n, "layers": len(load(n)), "description": describe(n).splitlines()[0].removeprefix(f"{n}: ")}
+        for n in names()
+    ]
 
 
 def print_listing(title: str, data: Any, as_json: bool) -> None:
@@ -59,4 +62,4 @@ def print_listing(title: str, data: Any, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(data, indent=2))
     else:
-        Console().print(generic_table(title, data))
+        out_console().print(generic_table(title, data))

@@ -14,7 +14,17 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 
 from app import baseline as bl
-from app.cli.common import EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_REGRESSION, Result, Row, _note, _user_errors
+from app.cli.common import (
+    EXIT_CANCELLED,
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    Result,
+    Row,
+    _note,
+    _user_errors,
+    out_console,
+)
 from mapper.display import UNITS, fmt, show_comparison, show_result, show_workload
 from mapper.watch import Watch
 from mapper.workloads import WorkloadResult
@@ -117,7 +127,7 @@ def print_rows(rows: list[Row], comparison: bool, as_json: bool) -> None:
         elif rows[0][1] is not None:
             typer.echo(rows[0][1].model_dump_json(indent=2))
         return
-    console = Console()
+    console = out_console()
     if comparison:
         show_comparison(console, rows)
         return

@@ -258,6 +258,29 @@ def test_targets_and_workloads_list() -> None:
     assert runner.invoke(app, ["workloads"]).exit_code == 0
 
 
+def test_piped_tables_are_not_cut_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Standard output that is not a terminal (a pipe, a CI log) gets wide tables: every figure and description whole,
+    no ellipsis (rich's default for a non-terminal was 80 columns, which cut them)."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    res = runner.invoke(app, ["targets"])
+    assert res.exit_code == 0 and "slices_per_cluster=256" in res.stdout and "…" not in res.stdout, res.stdout
+    res = runner.invoke(app, ["workloads"])
+    wanted = json.loads(runner.invoke(app, ["workloads", "--json"]).stdout)
+    flat = " ".join(res.stdout.replace("│", " ").split())
+    assert res.exit_code == 0 and all(" ".join(w["description"].split()) in flat for w in wanted), res.stdout
+    assert "..." not in flat and not any(w["description"].startswith(w["workload"]) for w in wanted)
+    monkeypatch.setenv("COLUMNS", "100")  # (still the user's to set)
+    assert max(len(line) for line in runner.invoke(app, ["targets"]).stdout.splitlines()) <= 100
+
+
+@pytest.mark.parametrize(
+    ("flag", "example"), [("--einsum", "mk,kn->mn"), ("--conv", "batch=1,in=64"), ("--workload", "resnet50")]
+)
+def test_an_empty_problem_flag_is_named(flag: str, example: str) -> None:
+    res = runner.invoke(app, ["tune", flag, " ", "--target", "trn2"])
+    assert res.exit_code == 2 and f"{flag} is empty: give one, e.g. {flag} {example}" in _one_error_line(res.output)
+
+
 def test_help_documents_the_exit_codes() -> None:
     res = runner.invoke(app, ["--help"])
     assert res.exit_code == 0

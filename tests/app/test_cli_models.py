@@ -17,6 +17,7 @@ import mapper.cache
 from app.cli import app as cli
 from app.client import ApiClient
 from app.jobs.worker import Worker
+from mapper.display import fmt
 from tests.workload.onnx_models import FLOAT, model
 
 runner = CliRunner()
@@ -116,6 +117,28 @@ def test_a_layer_list_gives_the_same_kind_of_answer(tmp_path: Path) -> None:
     assert out["distinct"] == 1 and out["layers"][1]["duplicate_of"] == 0
     res = runner.invoke(cli, ["tune", "--layers", str(path), "--param", "batch=2", "--target", "trn2"])
     assert res.exit_code == 2 and "--param and --op go with --onnx" in _one_error_line(res.output)
+
+
+def test_a_network_with_two_objectives_shows_both(tmp_path: Path) -> None:
+    """Each layer's second objective at its mapping (the front's first point) and its front size, and the totals."""
+    path = tmp_path / "net.yaml"
+    path.write_text(
+        "name: net\nlayers:\n"
+        "  - {label: fc1, expr: 'mk,kn->mn', sizes: {m: 16, k: 64, n: 32}, weight: 1}\n"
+        "  - {label: fc2, expr: 'mk,kn->mn', sizes: {m: 48, k: 32, n: 64}, weight: 1}\n"
+    )
+    args = ["tune", "--layers", str(path), "--target", "trn2", "--objective", "latency", "--objective", "energy"]
+    out = json.loads(runner.invoke(cli, [*args, "--json", "--no-validate"]).stdout)
+    res = runner.invoke(cli, [*args, "--no-validate"])
+    assert res.exit_code == 0, res.output
+    rows = [line.replace("│", " ").split() for line in res.stdout.splitlines() if "net/fc" in line]
+    header = next(line for line in res.stdout.splitlines() if "latency" in line and "energy" in line and "┃" in line)
+    assert [c.strip() for c in header.split("┃")[3:6]] == ["latency", "energy", "front"], header
+    results = [out["results"][lay["problem_hash"]] for lay in out["layers"]]
+    for row, r in zip(rows, results, strict=True):
+        assert fmt(r["values"]["energy"], "pJ").split() == row[4:6] and row[6] == str(len(r["pareto"])), row
+    total = sum(r["values"]["energy"] for r in results)
+    assert f"energy at those mappings {fmt(total, 'pJ')}" in " ".join(res.stdout.split())
 
 
 def test_an_onnx_model_on_the_server_is_one_workload_job(
