@@ -108,7 +108,8 @@ def prepare(request: TuningRequest) -> Prepared:
     whole = request.network is not None and request.layer is None
     kind: ResultKind = "comparison" if request.comparison else ("workload" if whole else "tune")
     if whole:
-        what = f"{request.network} {request.params or ''}".strip()
+        given = ",".join(f"{k}={v}" for k, v in (request.params or {}).items())  # (as `--param` gives them)
+        what = f"{request.network} {given}".strip()
     else:
         what = f"{problems[0].label}: {problems[0].summary()}" if problems[0].label else problems[0].summary()
     summary = f"{what} on {', '.join(request.target_list)}"

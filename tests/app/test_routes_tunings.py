@@ -109,6 +109,7 @@ def test_workload_progress_counts_layers(client: TestClient, settings: Settings)
     body = {"workload": "bert-base", "params": {"batch": 1, "seq_len": 128}, "target": "trn2", "validate": False}
     job = client.post("/v1/tunings", json=body)
     assert job.status_code == 202, job.json()
+    assert job.json()["summary"] == "bert-base batch=1,seq_len=128 on trn2"  # (the parameters as --param gives them)
     _worker(client, settings).run_once()
     done = client.get(f"/v1/tunings/{job.json()['id']}").json()
     result = client.get(f"/v1/tunings/{job.json()['id']}/result").json()
