@@ -13,7 +13,7 @@ from typing import Any
 
 from costmodels.protocol import Choice, Target
 from mapper.result import ParetoPoint, TrialCounts, TuneResult
-from mapper.settings import SearchSettings, StopReason
+from mapper.settings import BUDGET_STOPS, SearchSettings, StopReason
 from workload.problem import Problem
 
 
@@ -100,8 +100,16 @@ def package_result(
             validation, passed, note = validation_of(problem, mapping, settings.seed)
             if note:
                 notes.append(note)
+    elif found.stop_reason in BUDGET_STOPS:  # not a verdict on the space: part of it was never searched
+        notes.append(
+            f"no feasible mapping found before the search stopped ({found.stop_reason}): the points scored were all "
+            "infeasible (counts.top_violations says why) and the rest of the space was not searched"
+            + ("" if found.stop_reason == "cancelled" else ": raise the budget (seconds, trials; patience 0 spends it)")
+        )
     else:
-        notes.append("no feasible mapping found: see counts.top_violations for what ruled them out")
+        notes.append(
+            "no feasible mapping in the target's search space: see counts.top_violations for what ruled them out"
+        )
     return TuneResult(
         key=key,
         problem_hash=problem_hash,

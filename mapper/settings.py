@@ -52,6 +52,8 @@ StopReason = Literal[
     "seconds",  # the time budget ran out
     "cancelled",  # the caller cancelled the search (the best found so far is kept): not a proof
 ]
+#: the stops that leave part of the space unsearched for want of budget (or patience): no proof of anything there
+BUDGET_STOPS: tuple[StopReason, ...] = ("converged", "trials", "seconds", "cancelled")
 
 
 class SearchSettings(BaseModel):

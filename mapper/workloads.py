@@ -82,8 +82,8 @@ def check_layer(problem: Problem, index: int, target: Target, settings: SearchSe
         check_request(problem, target, settings)
     except ProblemError as e:
         hint = e.hint or (
-            "leave such layers out: tune another target, or import only the operators it runs "
-            "(--op Conv --op MatMul, ops=[...], ?op=...)"
+            "leave such layers out of the list or tune another target; for an ONNX model, import only the operators "
+            "the target runs (--op Conv --op MatMul, ops=[...], ?op=...)"
         )
         raise ProblemError(f"layer {problem.label or index}: {e.message}", token=e.token, hint=hint) from None
 

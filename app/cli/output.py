@@ -26,6 +26,7 @@ from app.cli.common import (
     out_console,
 )
 from mapper.display import UNITS, fmt, show_comparison, show_result, show_workload
+from mapper.settings import BUDGET_STOPS
 from mapper.watch import Watch
 from mapper.workloads import WorkloadResult
 
@@ -107,6 +108,11 @@ def failures(rows: list[Row]) -> list[tuple[int, str]]:
             name = labels.get(x.problem_hash, x.problem)
             if x.stop_reason == "cancelled":  # no mapping yet is no verdict on the problem
                 out.append((EXIT_CANCELLED, f"search cancelled: {name} on {target}"))
+            elif not x.feasible and x.stop_reason in BUDGET_STOPS:  # (part of the space never searched)
+                stopped = f"found before the search stopped ({x.stop_reason}); the rest of its space was not searched"
+                out.append(
+                    (EXIT_FAILED, f"no feasible mapping of {name} on {target} {stopped}: raise --seconds or --trials")
+                )
             elif not x.feasible:
                 out.append((EXIT_FAILED, f"no feasible mapping of {name} on {target}"))
             if x.validation_passed is False:

@@ -117,12 +117,17 @@ def violation_messages(
         need, cap = val("trf_tile"), val("trf_cap")
         half = " (half of the TRF: double buffering)" if point["double_buffer"] else ""
         times = int(np.ceil(need / cap))
+        # a load holds hn N groups: a finer trf_split cuts it at most hn-fold (one N group a load), so past that
+        # only sharding K (or N) over more slices shrinks it
+        hn = int(np.prod([val(f"h:{a}") for a in roles_of(problem).axes["n"]]))
+        tile = f"tile N by {times} or more (trf_split), " if times <= hn else ""
         out.append(
             Violation(
                 code="trf-capacity",
-                message=f"TRF needs {kib(need)} KiB per slice, {kib(cap)} KiB available{half}: tile N by "
-                f"{times} or more (trf_split), shard N or K over more slices"
-                + (", or turn double buffering off" if point["double_buffer"] else ""),
+                message=f"TRF needs {kib(need)} KiB per slice, {kib(cap)} KiB available{half}: {tile}shard "
+                f"{'N or K' if tile else 'K (or N)'} over more slices"
+                + (", or turn double buffering off" if point["double_buffer"] else "")
+                + ("" if tile else f" (one N group a load would still need {kib(need / hn)} KiB)"),
             )
         )
     if bad("accumulator"):

@@ -24,7 +24,7 @@ RULES = ProblemRules(
     unary="the Tensix matrix unit multiplies two operands; a unary reduction is not modelled "
     "on this target: run it on another target",
     reduce_op="reduce op {op} is not a matmul: the Tensix FPU only multiplies and adds",
-    dtype="operand {name} is {dtype}; this model supports {allowed} inputs (ttnn conv2d dtypes): convert it to bf16",
+    dtype="operand {name} is {dtype}; this model supports {allowed} inputs: convert it to bf16",
 )
 
 

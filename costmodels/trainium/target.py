@@ -8,7 +8,7 @@ formulas in costmodels.trainium.cost (the recipe of hardware-facts.md §2.2).
 Scope decisions (documented and tested):
 
 - integer inputs (i4/i8/i32) are rejected: nc_matmul takes float8/bfloat16/float16/tfloat32/
-  float32 only (nki-nc_matmul.txt); the advice is to cast to bf16 (exact for i8) first;
+  float32 only (nki-nc_matmul.txt); the advice is to cast to bf16 (exact for 8- and 4-bit integers) first;
 - unary reductions and max/min/mul reductions are rejected: they run on the Vector Engine,
   which this model does not price;
 - convolutions go through im2col (no NKI conv primitive; hardware-facts.md §2.2, §5).

@@ -23,7 +23,7 @@ RULES = ProblemRules(
     reduce_op="nc_matmul accumulates sums in PSUM; a {op} reduction runs on the Vector "
     "Engine, which this model does not price: use reduce op add",
     dtype="input {name} is {dtype}, but nc_matmul takes float8/bfloat16/float16/tfloat32/"
-    "float32 inputs only: cast it to bf16 (exact for i8) or f32",
+    "float32 inputs only: cast it to bf16 (exact for 8- and 4-bit integers) or f32",
     unary_only=False,
 )
 

@@ -159,6 +159,24 @@ def test_errors_are_one_line_with_code_2(args: list[str], needle: str) -> None:
     assert needle in _one_error_line(res.output)
 
 
+def test_no_feasible_mapping_within_the_budget_is_not_called_infeasible() -> None:
+    """A search whose budget ends before it finds any feasible point says so and how to go on (exit 3 still: no
+    mapping); one that searched the whole space says the space has none."""
+    tiny_trf = ["--override", "trf_bytes_per_slice=1024", "--override", "trf_half_bytes_per_slice=512"]
+    args = ["--einsum", "mk,kn->mn", "--size", "m=7", "--size", "k=1000003", "--size", "n=3", "--target", "rngd"]
+    res = runner.invoke(app, ["tune", *args, *tiny_trf, "--strategy", "random", "--trials", "1", "--json"])
+    assert res.exit_code == 3, res.output
+    out = json.loads(res.stdout)
+    assert out["point"] is None and out["stop_reason"] == "trials" and out["certificate"]["unexplored"] > 0
+    assert any(n.startswith("no feasible mapping found before the search stopped (trials)") for n in out["notes"])
+    assert "found before the search stopped (trials)" in res.stderr and "raise --seconds or --trials" in res.stderr
+    res = runner.invoke(app, ["tune", *NO_FIT, "--json"])
+    assert res.exit_code == 3 and "before the search stopped" not in res.output
+    assert any(
+        n.startswith("no feasible mapping in the target's search space") for n in json.loads(res.stdout)["notes"]
+    )
+
+
 def test_problem_errors_and_missing_problem_exit_2() -> None:
     res = runner.invoke(app, ["tune", "--einsum", "mk,kn->", "--size", "m=4", "--target", "trn2"])
     assert res.exit_code == 2 and "at 'k'" in _one_error_line(res.output)

@@ -115,6 +115,16 @@ def test_trf_capacity_message_says_how_to_tile() -> None:
     assert _codes(p, {**BASE, "inner": "k", "trf_split": 4}) == ["trf-split"]  # 4 loads of 2: 3 do as well
 
 
+def test_trf_capacity_offers_no_split_that_cannot_help() -> None:
+    """K so long that one N group a load overflows the TRF (three N over eight rows: one group a slice): no trf_split
+    can fit it, so the advice is to shard K, not to tile N (it said "tile N by 2 or more" before)."""
+    p = einsum("mk,nk->mn", {"m": 8, "k": 8192, "n": 3}, weight=1)
+    vs = T.check(p, T.mapping(p, {**BASE, "inner": "k"}))
+    assert [v.code for v in vs] == ["trf-capacity"], vs
+    assert "tile N" not in vs[0].message and "shard K (or N) over more slices" in vs[0].message, vs[0].message
+    assert "one N group a load would still need 128 KiB" in vs[0].message
+
+
 def test_time_reducer_capacity() -> None:
     p = einsum("mk,nk->mn", {"m": 64, "k": 64, "n": 64}, weight=1)
     pt = {**BASE, "packet_k": 1, "rows": 1, "inner": "n"}  # 64 N groups x 32 outputs per row
