@@ -125,6 +125,7 @@ def test_cancel_stops_a_running_search_and_keeps_its_best(client: TestClient, ru
         time.sleep(0.05)
     t0 = time.monotonic()
     r = client.post(f"/v1/tunings/{job['id']}/cancel")
+    cancelled_at = time.time()
     assert r.status_code == 202 and r.json()["cancel_requested"]
     final = _wait(client, job["id"], ("cancelled", "succeeded", "failed"), timeout=10)
     # a cancel is heard between structures, trials and layers; the longest step it waits for is a
@@ -135,6 +136,15 @@ def test_cancel_stops_a_running_search_and_keeps_its_best(client: TestClient, ru
     searched = [lay for lay in result["layers"] if lay["stop_reason"] != "cancelled"]
     assert not result["complete"] and len(searched) >= 2 and all(lay["feasible"] for lay in searched)
     assert len(searched) < len(result["layers"]) and result["total_value"] is None
+    # no layer job started after the cancel, none is left queued or running, and the progress counts only the
+    # layers actually done
+    children = [
+        j for j in client.get("/v1/tunings", params={"limit": 500}).json()["items"] if j["parent_id"] == job["id"]
+    ]
+    assert children and all(j["started_at"] is None or j["started_at"] <= cancelled_at for j in children)
+    assert all(j["state"] in ("succeeded", "cancelled") for j in children)
+    done = [h for h, r in result["results"].items() if r["stop_reason"] != "cancelled"]
+    assert final["progress"]["done"] == len(done) < final["progress"]["total"] == result["distinct"]
     assert client.post(f"/v1/tunings/{job['id']}/cancel").status_code == 409
     # a cancelled search answers nothing: the same request searches again
     assert client.post("/v1/tunings", json=LONG).status_code == 202
