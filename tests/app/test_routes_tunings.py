@@ -167,6 +167,34 @@ def test_events_stream_ends_with_the_final_state(client: TestClient, running_wor
     assert client.get(f"/v1/tunings/{job['id']}").json()["state"] == "succeeded"
 
 
+def test_events_put_the_final_state_after_the_last_progress(settings: Settings) -> None:
+    """A job seen running at 1/2 and next finished at 2/2: its last progress comes before its final state."""
+    import asyncio
+
+    from app.api.routes.tunings import _events
+    from app.jobs.models import Job, JobProgress
+
+    base = {"id": "a" * 32, "kind": "tune", "summary": "s", "targets": ["trn2"], "created_at": 0.0, "key": "k"}
+    seen = [
+        Job(**base, state="running", progress=JobProgress(done=1, total=2, unit="trials"), request={}),
+        Job(**base, state="succeeded", progress=JobProgress(done=2, total=2, unit="trials", best=1.0), request={}),
+    ]
+
+    class Store:
+        def get(self, _job_id: str) -> Job:
+            return seen.pop(0) if len(seen) > 1 else seen[0]
+
+    async def follow() -> list[tuple[str, object]]:
+        return [(e.event or "", e.data) async for e in _events("a" * 32, Store(), settings, 10)]  # type: ignore[arg-type]
+
+    got = asyncio.run(follow())
+    names = [n for n, _ in got]
+    assert names == ["state", "progress", "progress", "improvement", "state", "end"], names
+    assert got[-2][1]["state"] == "succeeded"  # type: ignore[index]
+    # a job already finished when the stream begins: its final state (with its progress), then end
+    assert [n for n, _ in asyncio.run(follow())] == ["state", "end"]
+
+
 def test_events_of_a_queued_job_time_out_when_asked(client: TestClient) -> None:
     job = client.post("/v1/tunings", json={"problem": MATMUL, "target": "trn2"}).json()
     text = client.get(f"/v1/tunings/{job['id']}/events", params={"max_seconds": 0.2}).text
