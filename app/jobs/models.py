@@ -199,7 +199,7 @@ class TuningRequest(BaseModel):
 
 
 class JobProgress(BaseModel):
-    """How far a job is: `done` of `total` `unit`s (trials, points, layers or targets)."""
+    """How far a job is: `done` of `total` `unit`s (points, trials, structures, cells, layers or targets)."""
 
     done: int = 0
     total: int = 0

@@ -159,6 +159,9 @@ def test_an_unknown_job_is_one_line_with_code_2(api: TestClient) -> None:
     for command in (["status", "nope"], ["watch", "nope"], ["cancel", "nope"]):
         res = runner.invoke(cli, [*command, *SERVER])
         assert res.exit_code == 2 and res.output.startswith("error: ") and len(res.output.splitlines()) == 1
+        # the CLI's way to list jobs, not the API's
+        assert "list jobs with `mapper status --server http://testserver`" in res.output, res.output
+        assert "GET /v1/tunings" not in res.output
 
 
 def test_baseline_gate_works_against_the_server(worker: Worker, tmp_path: Path) -> None:

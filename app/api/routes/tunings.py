@@ -39,7 +39,7 @@ async def existing_job(job_id: JobId, store: StoreDep) -> Job:
     hit = store.finished(job_id)  # a finished job is read from memory, without a thread or a query
     job = hit[0] if hit is not None else await run_in_threadpool(store.get, job_id)
     if job is None:
-        raise NotFound(f"no tuning job {job_id!r}: list jobs with GET /v1/tunings")
+        raise NotFound(f"no tuning job {job_id!r}", hint="list jobs with GET /v1/tunings")
     return job
 
 
