@@ -103,7 +103,7 @@ def _cancel_layers(worker: Worker, job: Job, layers: dict[str, str]) -> None:
     # one transaction: every queued layer job of this workload cancelled, the running ones asked to stop (a layer
     # job another workload queued first is that workload's, left to it)
     store.cancel(job.id)
-    until = time.monotonic() + 3 * worker.settings.heartbeat_seconds + 2.0
+    until = time.monotonic() + 2 * worker.settings.heartbeat_seconds + 1.0
     while time.monotonic() < until:
         states = [j.state for i in layers.values() if (j := store.get(i)) is not None and j.parent_id == job.id]
         if "running" not in states:
