@@ -38,6 +38,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException
 from starlette.routing import compile_path
 
+from app.jobs.models import MAX_SECONDS, MAX_TRIALS
 from workload.errors import ProblemError
 from workload.spec import FIELD_HINTS, KIND_ERROR
 
@@ -117,9 +118,20 @@ RETRY_AFTER_SECONDS = 5
 STORAGE_OUTAGES = (OperationalError, InterfaceError, StorageInternalError)
 
 
+#: a search budget over the engine's fixed limit (app.jobs.models): say it is fixed, and which setting is the service's
+BUDGET_HINTS = {
+    "trials": f"ask for at most {MAX_TRIALS} trials, a fixed limit (the service's own, TM_MAX_TRIALS, is at or "
+    "below it)",
+    "seconds": f"ask for at most {MAX_SECONDS:g} seconds, a fixed limit (the service's own, TM_MAX_SEARCH_SECONDS, "
+    "is at or below it)",
+}
+
+
 def _hint(err: dict[str, Any]) -> str:
     kind = str(err.get("type", ""))
     loc = [str(x) for x in err.get("loc", ())]
+    if kind in ("less_than_equal", "finite_number") and loc and loc[-1] in BUDGET_HINTS and len(loc) <= 2:
+        return BUDGET_HINTS[loc[-1]]
     named = [x for x in loc if x in FIELD_HINTS]
     if kind == "missing":
         return "add this field"

@@ -11,7 +11,6 @@ The request is still counted by the metrics middleware under the route's path.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -26,12 +25,19 @@ def etag_matches(if_none_match: str, etag: str) -> bool:
     return "*" in tags or etag in tags
 
 
+class RouteLabel:
+    """What the metrics middleware reads of ``scope["route"]``: the template of the route the fast path answers
+    for (looking the route up in the app finds nothing when FastAPI keeps included routers nested)."""
+
+    path = ROUTE_PATH
+
+
 class FinishedResults:
     """Answer reads of finished results held in the app's store (see the module docstring)."""
 
     def __init__(self, app: ASGIApp, fastapi_app: FastAPI) -> None:
         self.app, self.fastapi_app = app, fastapi_app
-        self.route: Any = next((r for r in fastapi_app.routes if getattr(r, "path", None) == ROUTE_PATH), None)
+        self.route = RouteLabel()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] in ("GET", "HEAD"):

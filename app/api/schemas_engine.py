@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, StrictInt, model_v
 from app.documented_names import TargetName, one_of_given
 from costmodels.ir import Mapping
 from costmodels.protocol import CostReport, LowerBound, Violation
+from executor.judgement import Status
+from executor.validate import Method
 from workload.spec import EinsumSpec, ProblemSpec
 
 
@@ -303,8 +305,12 @@ class ToleranceOut(BaseModel):
 class ValidationReportOut(BaseModel):
     """`executor.validate.ValidationReport`; error maxima are null when infinite (a NaN or unwritten element)."""
 
-    passed: bool
-    method: Literal["full", "proxy"]
+    passed: bool = Field(description="True only when `status` is `passed`")
+    status: Status = Field(
+        description="passed, failed, or not-checked (computed in a way the executor does not emulate)"
+    )
+    reason: str = Field(description="why: what failed, what was checked, or why it could not be")
+    method: Method
     elements_compared: int
     checked_fraction: float
     max_abs_error: float | None
@@ -328,7 +334,10 @@ class ValidateResponse(BaseModel):
     """The executor's verdict (as the mapper packages it: report, passed, note)."""
 
     problem_hash: str
-    passed: bool | None = Field(description="None when the mapping could not be validated within the memory cap")
+    passed: bool | None = Field(
+        description="None when the mapping was not checked: too large to validate within the memory cap, or "
+        "computed in a way the executor does not emulate (`report.status` not-checked)"
+    )
     report: ValidationReportOut | None
     note: str = Field(description="why there is no report, or empty")
     seconds: float = Field(description="wall time of the validation")

@@ -302,7 +302,7 @@ def status(
 ) -> None:
     """Show a job of the service (or list its recent jobs)."""
     client = _need_server(server, token)
-    with _user_errors():
+    with _user_errors(server):
         if job_id is None:
             page = client.jobs(state=state, limit=limit)
             if as_json:
@@ -332,7 +332,7 @@ def watch(
 ) -> None:
     """Follow a job (a live progress line on a terminal) to its end; print its result like `mapper tune`."""
     client = _need_server(server, token)
-    with _user_errors():
+    with _user_errors(server):
         bl.parse_tolerance(tolerance)
         job = client.job(job_id)
         final = follow_job(client, job_id, wait=wait, label=str(job.get("summary") or job_id))
@@ -350,7 +350,7 @@ def cancel(
 ) -> None:
     """Ask the service to stop a job (a running search keeps the best found so far)."""
     client = _need_server(server, token)
-    with _user_errors():
+    with _user_errors(server):
         job = client.cancel(job_id)
     if as_json:
         typer.echo(json.dumps(job, indent=2))

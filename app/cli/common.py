@@ -91,11 +91,16 @@ def _note(message: str) -> None:
 
 
 @contextmanager
-def _user_errors() -> Iterator[None]:
-    """Turn the errors a user can fix into one line and exit code 2."""
+def _user_errors(server: str | None = None) -> Iterator[None]:
+    """Turn the errors a user can fix into one line and exit code 2 (with the `server` of a command about one
+    job, the service's 404 for an unknown job says how to list them with the CLI)."""
     try:
         yield
-    except (ProblemError, UsageError, bl.BaselineError, ServerUnreachable, ApiError) as e:
+    except ApiError as e:
+        if server is not None and e.status == 404 and e.detail.startswith("no tuning job"):
+            e = ApiError(e.status, e.title, e.detail, hint=f"list jobs with `mapper status --server {server}`")
+        _fail(str(e))
+    except (ProblemError, UsageError, bl.BaselineError, ServerUnreachable) as e:
         _fail(str(e))
     except ValidationError as e:
         first = e.errors()[0]

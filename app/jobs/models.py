@@ -21,6 +21,11 @@ from mapper.settings import SearchSettings, Strategy
 from workload.layer_list import MAX_LAYERS
 from workload.spec import ProblemSpec
 
+#: the engine's fixed search budgets (`mapper.settings.SearchSettings`); TM_MAX_TRIALS and TM_MAX_SEARCH_SECONDS
+#: set the service's own limits at or below them
+MAX_TRIALS = 1_000_000
+MAX_SECONDS = 86_400.0
+
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 JOB_STATES: tuple[str, ...] = ("queued", "running", "succeeded", "failed", "cancelled")
 FINISHED: tuple[str, ...] = ("succeeded", "failed", "cancelled")
@@ -107,8 +112,14 @@ class TuningRequest(BaseModel):
         default_factory=lambda: ["latency"], min_length=1, max_length=4, json_schema_extra={"uniqueItems": True}
     )
     strategy: Strategy = "auto"
-    trials: int = Field(default=SearchSettings().max_trials, ge=1, le=100_000, description="Optuna trials at most")
-    seconds: float = Field(default=SearchSettings().max_seconds, gt=0, le=3600, description="search time budget")
+    trials: int = Field(
+        default=SearchSettings().max_trials, ge=1, le=MAX_TRIALS,
+        description=f"Optuna trials at most ({MAX_TRIALS} fixed; the service's own limit is TM_MAX_TRIALS)",
+    )  # fmt: skip
+    seconds: float = Field(
+        default=SearchSettings().max_seconds, gt=0, le=MAX_SECONDS, allow_inf_nan=False,
+        description=f"search time budget ({MAX_SECONDS:g} s fixed; the service's own limit is TM_MAX_SEARCH_SECONDS)",
+    )  # fmt: skip
     patience: int = Field(default=SearchSettings().patience, ge=0, le=100_000)
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     validate_result: bool = Field(default=True, alias="validate", description="run the executor on the best mapping")
@@ -188,7 +199,7 @@ class TuningRequest(BaseModel):
 
 
 class JobProgress(BaseModel):
-    """How far a job is: `done` of `total` `unit`s (trials, points, layers or targets)."""
+    """How far a job is: `done` of `total` `unit`s (points, trials, structures, cells, layers or targets)."""
 
     done: int = 0
     total: int = 0

@@ -59,6 +59,11 @@ def etag_of(body: bytes) -> str:
     return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
 
 
+def _progress_values(progress: JobProgress) -> dict[str, Any]:
+    return {"progress_done": progress.done, "progress_total": progress.total, "progress_unit": progress.unit,
+            "best": progress.best}  # fmt: skip
+
+
 def new_worker_id() -> str:
     """host:pid:random, unique per worker process."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -292,7 +297,10 @@ class JobStore:
         `parent_id`, only a queued layer job of that workload job."""
         self.requeue_stale()
         now = time.time()
-        pick = select(jobs.c.id).where(jobs.c.state == "queued").order_by(jobs.c.seq).limit(1)
+        # never a layer job of a workload job whose cancel was asked (its layers queued after the cancel arrived)
+        parent = jobs.alias("parent")
+        stopped = select(parent.c.id).where(parent.c.id == jobs.c.parent_id, parent.c.cancel_requested.is_(True))
+        pick = select(jobs.c.id).where(jobs.c.state == "queued", ~stopped.exists()).order_by(jobs.c.seq).limit(1)
         if parent_id is not None:
             pick = pick.where(jobs.c.parent_id == parent_id)
         if self.engine.dialect.name == "postgresql":
@@ -324,12 +332,7 @@ class JobStore:
         lands after `finish` must not write the older progress over the finished row's."""
         values: dict[str, Any] = {"heartbeat_at": time.time()}
         if progress is not None:
-            values |= {
-                "progress_done": progress.done,
-                "progress_total": progress.total,
-                "progress_unit": progress.unit,
-                "best": progress.best,
-            }
+            values |= _progress_values(progress)
         with self.transaction() as c:
             c.execute(
                 update(jobs)
@@ -361,12 +364,7 @@ class JobStore:
         if state != "succeeded":
             values["active_key"] = None  # a new identical request searches again
         if progress is not None:
-            values |= {
-                "progress_done": progress.done,
-                "progress_total": progress.total,
-                "progress_unit": progress.unit,
-                "best": progress.best,
-            }
+            values |= _progress_values(progress)
         with self.transaction(immediate=True) as c:
             n = c.execute(
                 update(jobs)
@@ -393,9 +391,11 @@ class JobStore:
         limit = time.time() - self.stale_seconds
         stale = (jobs.c.state == "running", jobs.c.heartbeat_at < limit)
         with self.transaction(immediate=True) as c:
+            gone = list(c.execute(select(jobs.c.id).where(*stale, jobs.c.cancel_requested.is_(True))).scalars())
+            # with their queued layer jobs: a cancelled workload's are never claimed, so they would wait forever
             c.execute(
                 update(jobs)
-                .where(*stale, jobs.c.cancel_requested.is_(True))
+                .where(jobs.c.id.in_(gone) | (jobs.c.parent_id.in_(gone) & (jobs.c.state == "queued")))
                 .values(state="cancelled", active_key=None, finished_at=time.time(), stop_reason="cancelled")
             )
             c.execute(

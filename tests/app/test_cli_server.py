@@ -159,6 +159,9 @@ def test_an_unknown_job_is_one_line_with_code_2(api: TestClient) -> None:
     for command in (["status", "nope"], ["watch", "nope"], ["cancel", "nope"]):
         res = runner.invoke(cli, [*command, *SERVER])
         assert res.exit_code == 2 and res.output.startswith("error: ") and len(res.output.splitlines()) == 1
+        # the CLI's way to list jobs, not the API's
+        assert "list jobs with `mapper status --server http://testserver`" in res.output, res.output
+        assert "GET /v1/tunings" not in res.output
 
 
 def test_baseline_gate_works_against_the_server(worker: Worker, tmp_path: Path) -> None:
@@ -252,3 +255,12 @@ def test_a_service_with_tokens_wants_one_from_the_cli(tmp_path: Path, monkeypatc
         ok = runner.invoke(cli, args, env={"TM_TOKEN": "s3cret"})
         assert ok.exit_code == 0, ok.output
         assert runner.invoke(cli, ["cancel", ok.stdout.strip(), "--token", "s3cret", *SERVER]).exit_code == 0
+
+
+def test_a_workload_on_the_server_says_searched_as_in_process_does(worker: Worker) -> None:
+    """On a fresh database the workload job's layer jobs search every layer: none is shown cached."""
+    args = ["tune", "--workload", "bert-base", "--param", "batch=1", "--param", "seq_len=64", "--target", "trn2"]
+    remote = runner.invoke(cli, [*args, "--no-validate", *SERVER])
+    assert remote.exit_code == 0, remote.output
+    assert "cached" not in remote.stdout and "5 distinct, 5 searched" in remote.stdout, remote.stdout
+    assert "; 0.00 s" not in remote.stdout

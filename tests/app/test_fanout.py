@@ -68,7 +68,10 @@ def test_layers_spread_over_workers_each_searched_once(any_settings: Settings) -
     w = WorkloadResult.model_validate_json(result)
     layer_jobs = [j for j in store.page(limit=500).items if j.parent_id == job_id]
     assert len(layer_jobs) == w.distinct and all(j.state == "succeeded" and j.attempts == 1 for j in layer_jobs)
-    assert w.searched == 0  # the assembly found every layer in the result cache: nothing searched twice
+    # the assembly found every layer in the result cache (nothing searched twice), but this job's layer jobs
+    # searched them: searched and not cached, as in-process, and the total is the job's time, not the assembly's
+    assert w.searched == w.distinct and not any(lay.cached for lay in w.layers)
+    assert not any(r.cached for r in w.results.values()) and w.seconds >= max(r.seconds for r in w.results.values())
     assert set(w.layer_workers) == set(w.results) and len(set(w.layer_workers.values())) >= 2
     alone = tune_workload("bert-base", "trn2", SearchSettings(), params={"batch": 1, "seq_len": 64}, validate=False)
     assert [lay.value for lay in w.layers] == [lay.value for lay in alone.layers]
@@ -110,3 +113,42 @@ def test_cancelling_a_workload_cancels_its_queued_layers(settings: Settings) -> 
     store.cancel(job_id)
     states = {store.get(i).state for i in layers.values()}  # type: ignore[union-attr]
     assert states == {"cancelled"} and store.get(job_id).cancel_requested  # type: ignore[union-attr]
+
+
+def test_layers_queued_after_the_cancel_are_never_claimed(settings: Settings) -> None:
+    """A cancel that arrives while the workload job is queueing its layers: one queued after it is never started."""
+    settings.prepare()
+    store = JobStore(settings.storage_url)
+    job_id = _submit(store, BODY)
+    parent = store.claim("solo")
+    assert parent is not None
+    store.cancel(job_id)  # the parent is running: only asked to stop, and it has no layer job yet
+    prep = prepare(TuningRequest.model_validate({**BODY, "layer": 0}))
+    late, _ = store.submit(key=prep.key, kind="tune", summary=prep.summary, targets=["trn2"],
+                           request=request_json(prep.request), parent_id=job_id)  # fmt: skip
+    assert late.state == "queued"
+    assert store.claim("other") is None and store.claim("solo", parent_id=job_id) is None
+    from app.jobs.fanout import queue_layers
+
+    assert (
+        queue_layers(
+            Worker(settings, store=store, worker_id="solo"), parent, prepare(TuningRequest.model_validate(BODY))
+        )
+        == {}
+    )
+
+
+def test_a_cancelled_workload_starts_no_layer_and_counts_only_layers_done(settings: Settings) -> None:
+    settings.prepare()
+    store = JobStore(settings.storage_url)
+    job_id = _submit(store, BODY)
+    parent = store.claim("solo")
+    assert parent is not None
+    store.cancel(job_id)  # heard by the workload job before its first layer
+    w = Worker(settings, store=store, worker_id="solo")
+    w.run_claimed(parent)
+    job = store.get(job_id)
+    children = [j for j in store.page(limit=500).items if j.parent_id == job_id]
+    assert job is not None and job.state == "cancelled"
+    assert all(j.state == "cancelled" and j.started_at is None for j in children)
+    assert job.progress.done == 0 and job.progress.total == len(set(_hashes()))

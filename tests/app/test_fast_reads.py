@@ -50,6 +50,12 @@ def test_a_held_result_is_answered_from_memory_with_the_routes_bytes_and_etag(se
         metrics = client.get("/metrics").text
         assert 'route="/v1/tunings/{job_id}/result",status="304"' in metrics
         assert 'route="/v1/tunings/{job_id}/result",status="200"' in metrics
+        get_lines = [x for x in metrics.splitlines() if x.startswith("tm_http_requests_total{") and 'method="GET"' in x]
+        counted = {x[x.index("{") + 1 : x.rindex("}")]: float(x.split()[-1]) for x in get_lines}
+        assert not any('route="unmatched"' in labels for labels in counted), counted
+        # the first read was routed, then three answered from memory (two 200, one 304), one more routed 304
+        assert counted['method="GET",route="/v1/tunings/{job_id}/result",status="200"'] == 3
+        assert counted['method="GET",route="/v1/tunings/{job_id}/result",status="304"'] == 2
 
 
 def test_reads_that_need_a_token_never_take_the_fast_path(tmp_path: Path) -> None:

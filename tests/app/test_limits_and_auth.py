@@ -38,6 +38,33 @@ def test_each_limit_is_a_422_naming_its_setting(
         assert c.post("/v1/tunings", json={"problem": MATMUL, "target": "trn2", **body}).status_code == 202
 
 
+@pytest.mark.parametrize(
+    ("body", "names"), [({"trials": 1_000_000}, "TM_MAX_TRIALS"), ({"seconds": 4000}, "TM_MAX_SEARCH_SECONDS")]
+)
+def test_a_budget_over_the_default_limit_names_the_setting_that_raises_it(
+    tmp_path: Path, body: dict, names: str
+) -> None:
+    with _client(tmp_path) as c:
+        r = c.post("/v1/tunings", json={"problem": MATMUL, "target": "trn2", **body})
+        assert r.status_code == 422 and f"raise the limit with {names}" in r.json()["hint"], r.json()
+    with _client(tmp_path, max_trials=1_000_000, max_search_seconds=4000) as c:  # and the setting does raise it
+        assert c.post("/v1/tunings", json={"problem": MATMUL, "target": "trn2", **body}).status_code == 202
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ({"trials": 1_000_001}, "at most 1000000 trials, a fixed limit"),
+        ({"seconds": 86_401}, "at most 86400 seconds, a fixed limit"),
+        ({"problem": {**MATMUL, "sizes": {"m": 1 << 25, "k": 2, "n": 2}}}, "split the axis"),
+    ],
+)
+def test_a_fixed_limit_says_what_to_ask_for_instead(tmp_path: Path, body: dict, says: str) -> None:
+    with _client(tmp_path) as c:
+        r = c.post("/v1/tunings", json={"problem": MATMUL, "target": "trn2", **body})
+        assert r.status_code == 422 and says in r.json()["hint"], r.json()
+
+
 def test_a_client_over_its_quota_gets_429_but_duplicates_still_answer(tmp_path: Path) -> None:
     with _client(tmp_path, max_active_per_client=2) as c:
         ids = [

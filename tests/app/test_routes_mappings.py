@@ -221,6 +221,8 @@ def test_validate_reports_what_the_executor_reports(client: TestClient) -> None:
     expected = validate(problem_from_dict(GEMM), Mapping.model_validate(mapping), seed=3)
     assert body["passed"] is True and body["note"] == ""
     assert body["report"]["passed"] is True
+    assert body["report"]["status"] == expected.status == "passed" and body["report"]["reason"] == expected.reason
+    assert body["report"]["reason"]  # the README's ValidationReport: a verdict and why
     assert body["report"]["elements_compared"] == expected.elements_compared
     assert body["report"]["max_abs_error"] == expected.max_abs_error
     assert body["report"]["tolerance"] == expected.tolerance.model_dump()
@@ -234,6 +236,25 @@ def test_a_covering_but_wrong_mapping_fails_with_200(client: TestClient) -> None
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["passed"] is False and body["report"]["passed"] is False
+    assert body["report"]["status"] == "failed" and body["report"]["reason"]
+
+
+def test_the_validate_report_documents_status_and_reason(client: TestClient) -> None:
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    report = schemas["ValidationReportOut"]
+    assert {"status", "reason"} <= set(report["required"])
+    assert report["properties"]["status"]["enum"] == ["passed", "failed", "not-checked"]
+    assert "halo" in report["properties"]["method"]["enum"]  # the executor's sharded-conv method too
+
+
+def test_a_mapping_the_executor_does_not_emulate_is_not_checked(client: TestClient) -> None:
+    f32 = {**GEMM, "sizes": {"m": 16, "k": 32, "n": 16}, "dtype": "f32"}
+    mapping = {**_gemm_mapping("f32", 1, f32), "knobs": {"math_fidelity": "LoFi"}}
+    r = client.post("/v1/mappings/validate", json={"problem": f32, "mapping": mapping})
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["report"]["status"] == "not-checked" and body["report"]["passed"] is False
+    assert body["passed"] is None and body["note"] == body["report"]["reason"] and "LoFi" in body["note"]
 
 
 def test_validate_refuses_a_mapping_of_another_problem(client: TestClient) -> None:

@@ -126,6 +126,7 @@ def test_cancel_stops_a_running_search_and_keeps_its_best(client: TestClient, ru
         time.sleep(0.05)
     t0 = time.monotonic()
     r = client.post(f"/v1/tunings/{job['id']}/cancel")
+    cancelled_at = time.time()
     assert r.status_code == 202 and r.json()["cancel_requested"]
     final = _wait(client, job["id"], ("cancelled", "succeeded", "failed"), timeout=10)
     # a cancel is heard between structures, trials and layers; the longest step it waits for is a
@@ -136,6 +137,15 @@ def test_cancel_stops_a_running_search_and_keeps_its_best(client: TestClient, ru
     searched = [lay for lay in result["layers"] if lay["stop_reason"] != "cancelled"]
     assert not result["complete"] and len(searched) >= 2 and all(lay["feasible"] for lay in searched)
     assert len(searched) < len(result["layers"]) and result["total_value"] is None
+    # no layer job started after the cancel, none is left queued or running, and the progress counts only the
+    # layers actually done
+    children = [
+        j for j in client.get("/v1/tunings", params={"limit": 500}).json()["items"] if j["parent_id"] == job["id"]
+    ]
+    assert children and all(j["started_at"] is None or j["started_at"] <= cancelled_at for j in children)
+    assert all(j["state"] in ("succeeded", "cancelled") for j in children)
+    done = [h for h, r in result["results"].items() if r["stop_reason"] != "cancelled"]
+    assert final["progress"]["done"] == len(done) < final["progress"]["total"] == result["distinct"]
     assert client.post(f"/v1/tunings/{job['id']}/cancel").status_code == 409
     # a cancelled search answers nothing: the same request searches again
     assert client.post("/v1/tunings", json=LONG).status_code == 202
@@ -156,6 +166,34 @@ def test_events_stream_ends_with_the_final_state(client: TestClient, running_wor
         names = [line.removeprefix("event: ") for line in r.iter_lines() if line.startswith("event: ")]
     assert names[0] == "state" and names[-1] == "end" and "progress" in names
     assert client.get(f"/v1/tunings/{job['id']}").json()["state"] == "succeeded"
+
+
+def test_events_put_the_final_state_after_the_last_progress(settings: Settings) -> None:
+    """A job seen running at 1/2 and next finished at 2/2: its last progress comes before its final state."""
+    import asyncio
+
+    from app.api.routes.tunings import _events
+    from app.jobs.models import Job, JobProgress
+
+    base = {"id": "a" * 32, "kind": "tune", "summary": "s", "targets": ["trn2"], "created_at": 0.0, "key": "k"}
+    seen = [
+        Job(**base, state="running", progress=JobProgress(done=1, total=2, unit="trials"), request={}),
+        Job(**base, state="succeeded", progress=JobProgress(done=2, total=2, unit="trials", best=1.0), request={}),
+    ]
+
+    class Store:
+        def get(self, _job_id: str) -> Job:
+            return seen.pop(0) if len(seen) > 1 else seen[0]
+
+    async def follow() -> list[tuple[str, object]]:
+        return [(e.event or "", e.data) async for e in _events("a" * 32, Store(), settings, 10)]  # type: ignore[arg-type]
+
+    got = asyncio.run(follow())
+    names = [n for n, _ in got]
+    assert names == ["state", "progress", "progress", "improvement", "state", "end"], names
+    assert got[-2][1]["state"] == "succeeded"  # type: ignore[index]
+    # a job already finished when the stream begins: its final state (with its progress), then end
+    assert [n for n, _ in asyncio.run(follow())] == ["state", "end"]
 
 
 def test_events_of_a_queued_job_time_out_when_asked(client: TestClient) -> None:

@@ -166,10 +166,11 @@ def validate_mapping(
             problem_hash=content_hash(problem), passed=False, report=None,
             note=f"validation raised {type(e).__name__}: {e}", seconds=time.perf_counter() - t0,
         )  # fmt: skip
+    checked = report.status != "not-checked"  # computed in a way the executor does not emulate: no verdict
     return ValidateResponse(
         problem_hash=content_hash(problem),
-        passed=bool(report.passed),
+        passed=bool(report.passed) if checked else None,
         report=ValidationReportOut.of(report.model_dump(mode="python")),
-        note="",
+        note="" if checked else report.reason,
         seconds=time.perf_counter() - t0,
     )

@@ -39,7 +39,7 @@ async def existing_job(job_id: JobId, store: StoreDep) -> Job:
     hit = store.finished(job_id)  # a finished job is read from memory, without a thread or a query
     job = hit[0] if hit is not None else await run_in_threadpool(store.get, job_id)
     if job is None:
-        raise NotFound(f"no tuning job {job_id!r}: list jobs with GET /v1/tunings")
+        raise NotFound(f"no tuning job {job_id!r}", hint="list jobs with GET /v1/tunings")
     return job
 
 
@@ -205,12 +205,18 @@ async def _events(
 ) -> AsyncIterator[ServerSentEvent]:
     loop = asyncio.get_running_loop()
     end = loop.time() + max_seconds
-    last_state, last_progress, last_best = None, None, None
+    last_state: str | None = None
+    last_progress, last_best = None, None
     while True:
         job = await run_in_threadpool(store.get, job_id)
         if job is None:
             return
-        if job.state != last_state:
+        finished = job.state in FINISHED
+        if last_state is None and finished:  # finished before the stream began: the job (with its progress), end
+            yield ServerSentEvent(event="state", data=job.model_dump(mode="json"))
+            yield ServerSentEvent(event="end", data=job.model_dump(mode="json"))
+            return
+        if job.state != last_state and not finished:  # a final state comes last, after the progress that led to it
             last_state = job.state
             yield ServerSentEvent(event="state", data=job.model_dump(mode="json"))
         progress = job.progress.model_dump(mode="json")
@@ -220,7 +226,8 @@ async def _events(
         if job.progress.best is not None and (last_best is None or job.progress.best < last_best):
             last_best = job.progress.best
             yield ServerSentEvent(event="improvement", data={"best": last_best, "done": job.progress.done})
-        if job.state in FINISHED:
+        if finished:
+            yield ServerSentEvent(event="state", data=job.model_dump(mode="json"))
             yield ServerSentEvent(event="end", data=job.model_dump(mode="json"))
             return
         if loop.time() >= end:
@@ -244,7 +251,7 @@ async def tuning_events(
         float, Query(gt=0, le=86_400, allow_inf_nan=False, description="close the stream after this long")
     ] = 3600,
 ) -> AsyncIterator[ServerSentEvent]:
-    """Events `state` (the job), `progress`, `improvement` (a better best) and finally `end` (the final
-    job); `timeout` instead when `max_seconds` passes first."""
+    """Events `state` (the job), `progress`, `improvement` (a better best) and finally the final `state`
+    (after the last progress) and `end` (the final job); `timeout` instead when `max_seconds` passes first."""
     async for event in _events(job.id, store, settings, max_seconds):
         yield event
