@@ -84,9 +84,7 @@ def check(
     bound = evaluate(problem, [np.abs(a), ub]) + evaluate(problem, [ua, bp])
     if e_f:
         bound = bound + e_f * evaluate(problem, [ap, bp])
-    bound = bound + tolerance.atol + tolerance.rtol * np.abs(truth)
-    if abs_sum is not None:
-        bound = bound + tolerance.sum_rtol * abs_sum
+    bound = bound + tolerance.bound(truth, abs_sum)
     with np.errstate(invalid="ignore"):
         err = np.abs(values.astype(np.float64) - truth)
         ok = err <= bound

@@ -48,9 +48,7 @@ def compare(
         if tol.exact:
             ok = result.values.astype(np.int64) == expected.astype(np.int64)
         else:
-            bound = tol.atol + tol.rtol * np.abs(r)
-            if abs_sum is not None and tol.sum_rtol:
-                bound = bound + tol.sum_rtol * abs_sum
+            bound = tol.bound(r, abs_sum)
             e = expected.astype(np.float64)
             ok = (err <= bound) | (y == e) | (np.isnan(y) & np.isnan(e))
         ok &= result.written

@@ -5,6 +5,12 @@ tile, the padding of each axis - and runs fewer outer iterations: outer loop fac
 are halved first (fewer output tiles, same reduction length and accumulation order), then outer
 reduction loops, and only as a last resort the instruction tile. Axis sizes shrink with their
 loops so that each axis keeps the same number of padding points.
+
+Time is bounded by the number of reduction steps (`reduction_steps`): the executor runs the free
+axes batched, but walks the temporal reduction loops of the outer levels one step at a time (one
+gather, contraction and accumulator rounding each, tens of microseconds whatever the tile's size).
+`shorten` halves those loops' factors, largest first, until the steps fit a limit: the proxy keeps
+the instruction tile, the order and the accumulation type, over a shorter reduction.
 """
 
 from __future__ import annotations
@@ -134,18 +140,72 @@ def build_proxy(
     return proxy, proxy_map
 
 
-def shrink(problem: Problem, mapping: Mapping, cap_bytes: int) -> tuple[Problem, Mapping, list[str]]:
-    """Halve loop factors until the validation of the proxy fits in `cap_bytes` (see module docstring)."""
-    loops = mapping.loops()
-    last = len(mapping.levels) - 1
+def _orders(mapping: Mapping) -> tuple[dict[str, list[int]], set[str]]:
+    """Mixed-radix orders of the axes with explicit strides, and the axes whose strides are irregular."""
     orders: dict[str, list[int]] = {}
     explicit: set[str] = set()
-    for axis in {lp.axis for _, lp in loops if lp.stride is not None}:
+    for axis in {lp.axis for _, lp in mapping.loops() if lp.stride is not None}:
         order = radix_order(mapping, axis)
         if order is None:
             explicit.add(axis)  # irregular strides: shrinking would change what the mapping visits
         else:
             orders[axis] = order
+    return orders, explicit
+
+
+def _temporal(problem: Problem, mapping: Mapping) -> list[int]:
+    """Nest positions of the temporal reduction loops: outer levels, not spatial (`executor.tiled`)."""
+    last = len(mapping.levels) - 1
+    red = set(problem.reduction_axes)
+    return [i for i, (lvl, lp) in enumerate(mapping.loops()) if lvl < last and not lp.spatial and lp.axis in red]
+
+
+def reduction_steps(problem: Problem, mapping: Mapping) -> int:
+    """Steps the executor walks one at a time: the product of the temporal reduction loops' factors."""
+    loops = mapping.loops()
+    return math.prod(loops[i][1].factor for i in _temporal(problem, mapping))
+
+
+def shorten(problem: Problem, mapping: Mapping, max_steps: int) -> tuple[Problem, Mapping, list[str]]:
+    """Halve temporal reduction loop factors, largest first, until `reduction_steps` <= `max_steps`.
+
+    Loops of axes with irregular explicit strides are left alone (a note says so when the steps
+    still exceed the limit).
+    """
+    loops = mapping.loops()
+    orders, explicit = _orders(mapping)
+    factors = [lp.factor for _, lp in loops]
+    temporal = _temporal(problem, mapping)
+    movable = [i for i in temporal if loops[i][1].axis not in explicit]
+    while math.prod(factors[i] for i in temporal) > max_steps:
+        cand = [i for i in movable if factors[i] > 1]
+        if not cand:
+            break
+        i = max(cand, key=lambda j: factors[j])
+        factors[i] = -(-factors[i] // 2)
+    proxy, proxy_map = (
+        build_proxy(problem, mapping, factors, orders)
+        if factors != [lp.factor for _, lp in loops]
+        else (problem, mapping)
+    )
+    changed = [
+        f"{lp.axis}@{mapping.levels[lvl].name}: {lp.factor}->{factors[i]}"
+        for i, (lvl, lp) in enumerate(loops)
+        if factors[i] != lp.factor
+    ]
+    notes = [
+        f"{reduction_steps(problem, mapping):,} reduction steps, over the {max_steps:,}-step limit: proxy "
+        f"reduction loop factors {', '.join(changed) or 'unchanged (irregular strides)'}, "
+        f"{reduction_steps(proxy, proxy_map):,} steps"
+    ]
+    return proxy, proxy_map, notes
+
+
+def shrink(problem: Problem, mapping: Mapping, cap_bytes: int) -> tuple[Problem, Mapping, list[str]]:
+    """Halve loop factors until the validation of the proxy fits in `cap_bytes` (see module docstring)."""
+    loops = mapping.loops()
+    last = len(mapping.levels) - 1
+    orders, explicit = _orders(mapping)
     free = set(problem.free_axes)
     factors = [lp.factor for _, lp in loops]
 

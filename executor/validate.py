@@ -2,7 +2,15 @@
 
 `validate` never materialises a problem whose validation would exceed the memory cap: it then
 validates a proxy (`executor.proxy.shrink`) that keeps the mapping's structure with fewer outer
-iterations, and says so in the report.
+iterations, and says so in the report. Its time is bounded too: a mapping (or its memory proxy)
+that walks more than `max_steps` reduction steps (`executor.proxy.reduction_steps`: the temporal
+reduction loops, run one step at a time) is validated on a proxy over a shorter reduction
+(`executor.proxy.shorten`); the report's method is then ``proxy``, its reason ends "on a proxy
+(... of the points; over the N-step limit)" and a note gives the steps and the loops shortened.
+A mapping whose steps no proxy can bring under `HARD_LIMIT_FACTOR` times the limit (irregular
+strides) is refused as too large, like one over the memory cap, unless it misses or repeats points:
+it then fails on its coverage alone, its numbers not run (``elements_compared`` 0, and the reason
+says so).
 
 `validate_as_run` validates a mapping the way it runs: an L1-sharded Tenstorrent conv through its
 halo configuration (`validate_sharded_conv`, method ``halo``: each core builds its buffer from
@@ -42,7 +50,7 @@ from executor import proxy as proxy_mod
 from executor.halo_exec import run_sharded_conv
 from executor.judgement import Status, compare, format_verdict, judge, narrower_accumulator, reference_abs_sum, verdict
 from executor.tiled import run_mapping
-from executor.tolerance import Tolerance
+from executor.tolerance import Tolerance, derive
 from workload import dtypes
 from workload.problem import Problem
 from workload.reference import evaluate, random_inputs
@@ -60,6 +68,10 @@ HARD_LIMIT_FACTOR = 4
 
 #: Default memory cap of a validation run.
 DEFAULT_CAP_BYTES = 256 * 1024 * 1024
+
+#: Default limit on the reduction steps a validation run walks one at a time (each costs tens of
+#: microseconds whatever the tile's size, so 4,096 steps stay within a fraction of a second).
+DEFAULT_MAX_STEPS = 4096
 
 
 #: how the numbers were produced: the whole loop nest, a proxy of it, or the halo configuration
@@ -97,7 +109,12 @@ class ValidationReport(BaseModel):
 
 
 def validate(
-    problem: Problem, mapping: Mapping, *, seed: int = 0, memory_cap_bytes: int = DEFAULT_CAP_BYTES
+    problem: Problem,
+    mapping: Mapping,
+    *,
+    seed: int = 0,
+    memory_cap_bytes: int = DEFAULT_CAP_BYTES,
+    max_steps: int = DEFAULT_MAX_STEPS,
 ) -> ValidationReport:
     """Run `mapping` tile by tile on seeded random inputs and compare it with the reference.
 
@@ -106,6 +123,7 @@ def validate(
         mapping: any mapping of it, from any target (broken ones included).
         seed: seed of the random inputs.
         memory_cap_bytes: above this estimated peak, a structure-keeping proxy is validated.
+        max_steps: above this many reduction steps, a proxy over a shorter reduction is validated.
     """
     coverage = [e.message for e in coverage_errors(problem, mapping)]
     notes = [f"coverage: {m}" for m in coverage]
@@ -127,6 +145,20 @@ def validate(
                 f"{HARD_LIMIT_FACTOR} x the {memory_cap_bytes / 2**20:,.0f} MiB cap: raise memory_cap_bytes "
                 "or validate a smaller instance of the problem"
             )
+    why = ["over the memory cap"] if method == "proxy" else []
+    if proxy_mod.reduction_steps(run_problem, run_mapping_) > max_steps:
+        run_problem, run_mapping_, more = proxy_mod.shorten(run_problem, run_mapping_, max_steps)
+        notes += more
+        method, why = "proxy", [*why, f"over the {max_steps:,}-step limit"]
+        left = proxy_mod.reduction_steps(run_problem, run_mapping_)
+        if left > HARD_LIMIT_FACTOR * max_steps:
+            text = (
+                f"even the shortest proxy of this mapping walks {left:,} reduction steps, over "
+                f"{HARD_LIMIT_FACTOR} x the {max_steps:,}-step limit"
+            )
+            if coverage:  # failed whatever the numbers say: report it so, unrun (a repeated-tile mutant)
+                return _coverage_only(problem, mapping, coverage, [*notes, text])
+            raise ValidationTooLarge(f"{text}: raise max_steps or validate a smaller instance of the problem")
     originals = random_inputs(run_problem, np.random.default_rng(seed), pack_blocks=False)
     inputs = _packed(run_problem, originals)
     phases = None if not_emulated else fidelity_mod.plan(run_problem, run_mapping_, inputs)
@@ -136,7 +168,7 @@ def validate(
         problem, run_problem, mapping, (originals, inputs), operand_sets, result, phases, coverage, not_emulated, notes
     )
     if method == "proxy":
-        reason += f" on a proxy ({run_problem.points / problem.points:.3g} of the points)"
+        reason += f" on a proxy ({run_problem.points / problem.points:.3g} of the points; {' and '.join(why)})"
     fields.pop("within")
     fraction = run_problem.points / problem.points
     return ValidationReport(
@@ -148,6 +180,27 @@ def validate(
         validated_axes=dict(run_problem.axes),
         notes=tuple(notes),
         **fields,
+    )
+
+
+def _coverage_only(problem: Problem, mapping: Mapping, coverage: list[str], notes: list[str]) -> ValidationReport:
+    """The failed report of a mapping that misses or repeats points, whose numbers were too long to run."""
+    tol, why = derive(problem, mapping.acc_dtype)
+    return ValidationReport(
+        passed=False,
+        status="failed",
+        reason="coverage: " + "; ".join(coverage) + f" (numbers not run: {notes[-1]})",
+        method="proxy",
+        elements_compared=0,
+        checked_fraction=0.0,
+        max_abs_error=0.0,
+        max_rel_error=0.0,
+        failing_elements=0,
+        tolerance=tol,
+        tolerance_reason=why,
+        first_failing_index=None,
+        validated_axes={},
+        notes=tuple(notes),
     )
 
 
@@ -225,7 +278,12 @@ def validate_sharded_conv(
 
 
 def validate_as_run(
-    problem: Problem, mapping: Mapping, *, seed: int = 0, memory_cap_bytes: int = DEFAULT_CAP_BYTES
+    problem: Problem,
+    mapping: Mapping,
+    *,
+    seed: int = 0,
+    memory_cap_bytes: int = DEFAULT_CAP_BYTES,
+    max_steps: int = DEFAULT_MAX_STEPS,
 ) -> ValidationReport:
     """Validate `mapping` the way it runs (module docstring): an L1-sharded Tenstorrent conv through its
     halo configuration, anything else, or a sharded conv the halo path cannot judge, through its loop nest.
@@ -237,11 +295,11 @@ def validate_as_run(
 
     config, _ = halo_config_of(problem, mapping)
     if config is None:
-        return validate(problem, mapping, seed=seed, memory_cap_bytes=memory_cap_bytes)
+        return validate(problem, mapping, seed=seed, memory_cap_bytes=memory_cap_bytes, max_steps=max_steps)
     why = _halo_unfit(problem, mapping, config, memory_cap_bytes)
     if why is None:
         return validate_sharded_conv(problem, config, seed=seed, memory_cap_bytes=memory_cap_bytes, mapping=mapping)
-    report = validate(problem, mapping, seed=seed, memory_cap_bytes=memory_cap_bytes)
+    report = validate(problem, mapping, seed=seed, memory_cap_bytes=memory_cap_bytes, max_steps=max_steps)
     note = f"halo path not used: {why}; validated through the loop nest ({report.method})"
     return report.model_copy(update={"reason": f"{report.reason}; {note}", "notes": (note, *report.notes)})
 

@@ -300,6 +300,8 @@ class ToleranceOut(BaseModel):
     rtol: float
     sum_rtol: float
     exact: bool
+    floor: float = Field(0.0, description="absolute allowance added where |reference| <= floor_below (underflow)")
+    floor_below: float = 0.0
 
 
 class ValidationReportOut(BaseModel):

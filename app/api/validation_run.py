@@ -37,7 +37,8 @@ MAX_VALIDATION_STEPS = 1 << 16
 #: What every refusal suggests instead.
 OFFLINE_HINT = (
     "validate a smaller instance of the problem with the same loop structure, or save this request body to a "
-    "file and run `mapper validate FILE` on your own machine (no time limit)"
+    "file and run `mapper validate FILE` on your own machine (no time limit; --max-steps runs more of a long "
+    "reduction than the executor's default before it validates a proxy)"
 )
 
 

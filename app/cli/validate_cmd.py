@@ -2,7 +2,9 @@
 
 FILE holds the body of ``POST /v1/mappings/validate`` (``{"problem": ..., "mapping": ..., "seed": 0}``,
 JSON or YAML). The service refuses runs over its size or time limits and names this command:
-the same body, the same executor (`executor.validate.validate`), the same report.
+the same body, the same executor (`executor.validate.validate`), the same report. The executor's
+own bound on reduction steps still applies (over it, a proxy over a shorter reduction runs and the
+report says so); ``--max-steps`` raises it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from app.api.engine_support import mapping_errors
 from app.api.schemas_engine import ValidateRequest, ValidationReportOut
 from app.cli.commands import app
 from app.cli.common import EXIT_FAILED, JsonOpt, UsageError, _fail, _user_errors
-from executor.validate import ValidationTooLarge, validate
+from executor.validate import DEFAULT_MAX_STEPS, ValidationTooLarge, validate
 
 
 def read_validate_request(file: Path) -> ValidateRequest:
@@ -41,6 +43,13 @@ def read_validate_request(file: Path) -> ValidateRequest:
 def validate_file(
     file: Annotated[Path, typer.Argument(help="JSON/YAML file: the body of POST /v1/mappings/validate")],
     as_json: JsonOpt = False,
+    max_steps: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="reduction steps to run before validating a proxy over a shorter reduction (the executor's limit)",
+        ),
+    ] = DEFAULT_MAX_STEPS,
 ) -> None:
     """Run a mapping tile by tile in numpy on seeded inputs and compare it with the exact reference (what
     POST /v1/mappings/validate does, without the service's size and time limits). Exit 3 if it fails."""
@@ -51,7 +60,7 @@ def validate_file(
         if errors:
             raise UsageError(f"the mapping does not match the problem: {'; '.join(errors[:5])}")
     try:
-        report = validate(problem, req.mapping, seed=req.seed)
+        report = validate(problem, req.mapping, seed=req.seed, max_steps=max_steps)
     except ValidationTooLarge as e:
         _fail(f"not validated: {e}", EXIT_FAILED)
     out = ValidationReportOut.of(report.model_dump(mode="python"))

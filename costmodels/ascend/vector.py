@@ -16,7 +16,9 @@ What is modelled (hardware-facts.md §3.1 TROWPROD rows, §3.2 step 7):
 - sum, max, min: the ``vcadd``-style row reduction, 7 cycles per 256 B repeat plus a 14-cycle
   head and 32-cycle tail, after ``vadd``-folding longer rows (2 cycles per repeat); max and min
   are priced like sum (ASSUMPTION: vcmax/vcmin cost as vcadd);
-- a TCVT pass when the input dtype differs from the compute dtype (f32 if either side is f32);
+- a TCVT pass when the input dtype differs from the compute dtype (f32 if either side is f32, or
+  for a sum or product the problem declares f32 accumulation for: every float problem does, so an
+  f16 row sum or product converts its tile to f32, reduces in f32 and converts the result back);
 - a transposed load when the reduced axes are not the input's contiguous ones (``ji->i``: the
   kept axis ``i`` is innermost in memory). TROWPROD (like TROWSUM) reduces the rows of an ND
   (row-major) src tile (pto-trowprod.txt, Constraints: "Tile layout of src: ND fractal
@@ -49,6 +51,15 @@ VECTOR_PARAMS = ("row_block", "col_block", "double_buffer")
 INSTRUCTION = {"mul": "TROWPROD", "add": "TROWSUM", "max": "TROWMAX", "min": "TROWMIN"}
 
 
+def accumulates_narrower(problem: Problem, dtype: str) -> bool:
+    """Would a row reduction computed in `dtype` accumulate in less than the problem declares?
+
+    Sums and products round each partial in the compute type; max and min select an element, exact in any.
+    """
+    rounds = problem.reduce_op in ("add", "mul")
+    return rounds and dtypes.info(dtype).bits < dtypes.info(problem.acc_dtype).bits
+
+
 @dataclass(frozen=True)
 class VectorSetup:
     """Problem-level facts of a row reduction on one Ascend preset."""
@@ -78,8 +89,13 @@ class VectorSetup:
 
     @property
     def compute_dtype(self) -> str:
-        """TROWPROD needs dst.DType == src.DType (pto-trowprod.txt): compute in f32 if either side is."""
-        return "f32" if "f32" in (self.src_dtype, self.problem.output.dtype) else "f16"
+        """TROWPROD needs dst.DType == src.DType (pto-trowprod.txt): compute in f32 if either side is, or
+        when the reduction rounds (a sum or a product) and the problem declares an f32 accumulator: a half
+        TROWPROD/TROWSUM rounds every vmul/vadd partial to half, a narrower accumulator than the problem's
+        (`accumulates_narrower`). A max or min of halves is exact in half, so it stays in half."""
+        if "f32" in (self.src_dtype, self.problem.output.dtype):
+            return "f32"
+        return "f32" if accumulates_narrower(self.problem, "f16") else "f16"
 
     @property
     def instruction(self) -> str:
@@ -212,6 +228,7 @@ def vector_peak_cycles(s: VectorSetup) -> float:
 __all__ = [
     "VECTOR_PARAMS",
     "VectorSetup",
+    "accumulates_narrower",
     "row_reduce_cycles",
     "vector_arrays",
     "vector_feasible",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 from costmodels.ascend.hardware import AscendHardware
+from costmodels.ascend.vector import INSTRUCTION, accumulates_narrower
 from costmodels.family import KNOBS, block_float_refusal
 from costmodels.gemm_view import gemm_view
 from costmodels.ir import Mapping
@@ -46,6 +47,7 @@ CODES: tuple[str, ...] = (
     "trowprod-dst-shape",
     "trowprod-tmp-shape",
     "trowprod-layout",
+    "trowprod-accumulator",
 )
 
 
@@ -201,6 +203,18 @@ def vector_tile_rules(problem: Problem, hw: AscendHardware, mapping: Mapping) ->
                 code="trowprod-dtype",
                 message=f"src {sd} / dst {dd}: dst.DType == src.DType, one of {', '.join(hw.vector_dtypes)} "
                 "(pto-trowprod.txt, DType consistency, Data types)",
+            )
+        )
+    narrow = [d for d in (str(sd), mapping.acc_dtype) if d in hw.vector_dtypes and accumulates_narrower(problem, d)]
+    if narrow:
+        instr, acc = INSTRUCTION[problem.reduce_op], problem.acc_dtype
+        out.append(
+            Violation(
+                code="trowprod-accumulator",
+                message=f"{instr} computes in {narrow[0]} (src/dst {sd}, accumulator {mapping.acc_dtype}), the "
+                f"problem declares {acc} accumulation: a {narrow[0]} {instr} rounds every partial to {narrow[0]}. "
+                f"Compute in {acc}: TCVT the input to {acc}, reduce, TCVT the result to {problem.output.dtype} "
+                "(rebuild the mapping with mapping())",
             )
         )
     if kn.get("src_layout") != "ND" or kn.get("dst_layout") != "DN":

@@ -143,6 +143,25 @@ def test_mapper_validate_takes_yaml_and_exits_3_on_a_failed_validation(tmp_path:
     assert res.stdout.startswith("failed:")
 
 
+def test_mapper_validate_max_steps_bounds_the_reduction_it_runs(tmp_path: Path) -> None:
+    one_by_one = Mapping(  # every k a reduction step of its own: 64 steps
+        levels=(
+            Level(name="o", loops=(Loop(axis="m", factor=4), Loop(axis="k", factor=64), Loop(axis="n", factor=4))),
+            Level(name="t", loops=(Loop(axis="m", factor=1), Loop(axis="k", factor=1), Loop(axis="n", factor=1))),
+        ),
+        acc_dtype="f32",
+    )
+    problem = {"kind": "einsum", "expr": "mk,kn->mn", "sizes": {"m": 4, "k": 64, "n": 4}, "dtype": "f32"}
+    f = tmp_path / "body.json"
+    f.write_text(json.dumps({"problem": problem, "mapping": one_by_one.model_dump(mode="json"), "seed": 0}))
+    for max_steps, method in (("16", "proxy"), ("64", "full")):
+        res = runner.invoke(cli, ["validate", str(f), "--json", "--max-steps", max_steps])
+        assert res.exit_code == 0, res.output
+        out = json.loads(res.stdout)
+        shortened = any("64 reduction steps, over the 16-step limit" in n for n in out["notes"])
+        assert out["method"] == method and out["passed"] and shortened == (method == "proxy")
+
+
 @pytest.mark.parametrize(
     ("content", "says"),
     [

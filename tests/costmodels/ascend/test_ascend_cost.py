@@ -73,10 +73,10 @@ def test_cube_time_scales_with_tmatmul_count() -> None:
     assert four - one == pytest.approx(3 * 6)  # same fractals, three more 6-cycle heads
 
 
-def rowprod(preset: str, op: str, rows: int = 4096, cols: int = 256, dtype: str = "f16") -> float:
+def rowprod(preset: str, op: str, rows: int = 4096, cols: int = 256, dtype: str = "f32") -> float:
     t = target(preset)
     p = einsum("ij->i", {"i": rows, "j": cols}, dtype=dtype, out_dtype=dtype, reduce_op=op)
-    point: dict[str, Choice] = {"row_block": 64, "col_block": cols, "double_buffer": True}
+    point: dict[str, Choice] = {"row_block": 32, "col_block": cols, "double_buffer": True}
     mp = t.mapping(p, point)
     assert t.check(p, mp) == []
     return t.cost(p, mp).breakdown["vector"]

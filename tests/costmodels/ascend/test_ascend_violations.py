@@ -198,6 +198,33 @@ def test_trowprod_dtype_consistency_and_layout() -> None:
     assert "trowprod-layout" in knob_codes("ascend-910b", p, ROW_POINT, dst_layout="ND")
 
 
+@pytest.mark.parametrize("preset", ["ascend-910b", "ascend-a5"])
+@pytest.mark.parametrize("op", ["mul", "add"])
+def test_half_row_sums_and_products_accumulate_in_the_declared_f32(preset: str, op: str) -> None:
+    """A half TROWPROD/TROWSUM rounds every partial to half; every float problem declares f32 accumulation."""
+    p = einsum("ij->i", {"i": 7, "j": 31}, dtype="f16", out_dtype="f16", reduce_op=op)
+    t = get_target(preset)
+    m = t.mapping(p, {"row_block": 8, "col_block": 1, "double_buffer": False})
+    assert (m.acc_dtype, m.knobs["src_dtype"], m.knobs["dst_dtype"]) == ("f32", "f32", "f32")
+    assert t.check(p, m) == []
+    half = m.model_copy(update={"acc_dtype": "f16", "knobs": {**m.knobs, "src_dtype": "f16", "dst_dtype": "f16"}})
+    found = [v for v in t.check(p, half) if v.code == "trowprod-accumulator"]
+    assert len(found) == 1 and "declares f32 accumulation" in found[0].message and "TCVT" in found[0].message
+    # the accumulator alone (knobs in f32) trips it too
+    assert "trowprod-accumulator" in {v.code for v in t.check(p, m.model_copy(update={"acc_dtype": "f16"}))}
+    from executor.validate import validate
+
+    assert validate(p, m).passed  # a column at a time, 31 roundings: within the problem's f32 bound now
+
+
+def test_half_row_max_stays_in_half() -> None:
+    """A max selects an element, exact in half: no f32 compute, no TCVT, no violation."""
+    p = einsum("ij->i", {"i": 7, "j": 31}, dtype="f16", out_dtype="f16", reduce_op="max")
+    t = get_target("ascend-910b")
+    m = t.mapping(p, {"row_block": 8, "col_block": 1, "double_buffer": False})
+    assert m.acc_dtype == "f16" and t.check(p, m) == []
+
+
 def test_ub_capacity() -> None:
     # UB 192 KiB (A2/A3): 1024 rows x 64 fp32 = 256 KiB for src alone
     p = rowprod(rows=4096, cols=64)
@@ -260,6 +287,9 @@ TRIPS: dict[str, Callable[[], list[Violation]]] = {
     "trowprod-dst-shape": lambda: _check("ascend-910b", rowprod(), ROW_POINT, dst_tile="16x2"),
     "trowprod-tmp-shape": lambda: _check("ascend-910b", rowprod(), ROW_POINT, tmp_tile="16x32"),
     "trowprod-layout": lambda: _check("ascend-910b", rowprod(), ROW_POINT, src_layout="DN"),
+    "trowprod-accumulator": lambda: _check(
+        "ascend-910b", rowprod("f16", "f16"), ROW_POINT, src_dtype="f16", dst_dtype="f16"
+    ),
 }
 
 
