@@ -119,8 +119,9 @@ def test_a_layer_list_gives_the_same_kind_of_answer(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "--param and --op go with --onnx" in _one_error_line(res.output)
 
 
-def test_a_network_with_two_objectives_shows_both(tmp_path: Path) -> None:
+def test_a_network_with_two_objectives_shows_both(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each layer's second objective at its mapping (the front's first point) and its front size, and the totals."""
+    monkeypatch.delenv("COLUMNS", raising=False)  # (the piped width: a row on one line)
     path = tmp_path / "net.yaml"
     path.write_text(
         "name: net\nlayers:\n"
