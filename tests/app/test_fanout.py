@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from app.jobs.models import TuningRequest
+from app.jobs.models import Job, TuningRequest
 from app.jobs.runner import prepare, request_json
 from app.jobs.store import JobStore
 from app.jobs.worker import Worker
@@ -23,6 +23,16 @@ def _submit(store: JobStore, body: dict) -> str:
         request=request_json(prep.request),
     )  # fmt: skip
     return job.id
+
+
+def _running_workload(settings: Settings) -> tuple[JobStore, str, Job]:
+    """A fresh store with the workload job of `BODY` submitted and claimed by worker "solo": (store, its id, it)."""
+    settings.prepare()
+    store = JobStore(settings.storage_url)
+    job_id = _submit(store, BODY)
+    parent = store.claim("solo")
+    assert parent is not None
+    return store, job_id, parent
 
 
 def _workers(settings: Settings, n: int) -> tuple[list[Worker], list[threading.Thread]]:
@@ -117,11 +127,7 @@ def test_cancelling_a_workload_cancels_its_queued_layers(settings: Settings) -> 
 
 def test_layers_queued_after_the_cancel_are_never_claimed(settings: Settings) -> None:
     """A cancel that arrives while the workload job is queueing its layers: one queued after it is never started."""
-    settings.prepare()
-    store = JobStore(settings.storage_url)
-    job_id = _submit(store, BODY)
-    parent = store.claim("solo")
-    assert parent is not None
+    store, job_id, parent = _running_workload(settings)
     store.cancel(job_id)  # the parent is running: only asked to stop, and it has no layer job yet
     prep = prepare(TuningRequest.model_validate({**BODY, "layer": 0}))
     late, _ = store.submit(key=prep.key, kind="tune", summary=prep.summary, targets=["trn2"],
@@ -139,11 +145,7 @@ def test_layers_queued_after_the_cancel_are_never_claimed(settings: Settings) ->
 
 
 def test_a_cancelled_workload_starts_no_layer_and_counts_only_layers_done(settings: Settings) -> None:
-    settings.prepare()
-    store = JobStore(settings.storage_url)
-    job_id = _submit(store, BODY)
-    parent = store.claim("solo")
-    assert parent is not None
+    store, job_id, parent = _running_workload(settings)
     store.cancel(job_id)  # heard by the workload job before its first layer
     w = Worker(settings, store=store, worker_id="solo")
     w.run_claimed(parent)
