@@ -4,7 +4,9 @@ A validation runs the mapping's loop nest in numpy inside the API process (`exec
 so its time is bounded three ways, each with a problem detail that says what to change:
 
 - **up front** (422, before any work): the sequential reduction steps (`MAX_VALIDATION_STEPS`,
-  each a numpy call) and the iteration points the run computes, padding included, on the proxy
+  each a numpy call) the executor will walk, after it shortens a reduction over its own step limit
+  (`executor.proxy.shorten`: so only a mapping whose steps it cannot shorten, irregular strides, is
+  refused here), and the iteration points the run computes, padding included, on the proxy
   the executor would run for a problem over its memory cap (`TM_MAX_VALIDATION_POINTS`);
 - **while running** (503): a run still going after `TM_VALIDATION_SECONDS` is answered as timed
   out. A numpy run cannot be stopped from outside, so it finishes in the background and keeps its
@@ -26,7 +28,7 @@ from app.api.errors import Unprocessable, ValidationTimedOut
 from app.settings import Settings
 from costmodels.ir import Mapping
 from executor import proxy
-from executor.validate import DEFAULT_CAP_BYTES, PROXY_TARGET
+from executor.validate import DEFAULT_CAP_BYTES, DEFAULT_MAX_STEPS, PROXY_TARGET
 from workload.problem import Problem
 
 T = TypeVar("T")
@@ -43,10 +45,14 @@ OFFLINE_HINT = (
 
 
 def reduction_steps(problem: Problem, mapping: Mapping) -> int:
-    """Sequential reduction steps of the executor: temporal loops of reduced axes outside the instruction tile."""
-    last = len(mapping.levels) - 1
-    red = set(problem.reduction_axes)
-    return math.prod(lp.factor for lvl, lp in mapping.loops() if lvl < last and not lp.spatial and lp.axis in red)
+    """Sequential reduction steps the executor walks: the temporal loops of reduced axes outside the instruction
+    tile, after it shortens a reduction over its default step limit to a proxy (`executor.proxy.shorten`, as
+    `executor.validate` does; loops of irregular strides are not shortened)."""
+    steps = proxy.reduction_steps(problem, mapping)
+    if steps > DEFAULT_MAX_STEPS:
+        short_problem, short_mapping, _ = proxy.shorten(problem, mapping, DEFAULT_MAX_STEPS)
+        steps = proxy.reduction_steps(short_problem, short_mapping)
+    return steps
 
 
 def executed_points(problem: Problem, mapping: Mapping) -> tuple[int, bool]:
@@ -67,7 +73,8 @@ def check_validation_size(problem: Problem, mapping: Mapping, settings: Settings
     steps = reduction_steps(problem, mapping)
     if steps > MAX_VALIDATION_STEPS:
         raise Unprocessable(
-            f"the mapping takes {steps} sequential reduction steps, over the {MAX_VALIDATION_STEPS} a request may run",
+            f"the mapping takes {steps} sequential reduction steps that the executor cannot shorten (irregular "
+            f"strides), over the {MAX_VALIDATION_STEPS} a request may run",
             field="mapping",
             hint="move reduction loops into the innermost level (the instruction tile), or " + OFFLINE_HINT,
         )

@@ -177,3 +177,22 @@ def test_mapper_validate_says_what_is_wrong_with_the_file(tmp_path: Path, conten
     res = runner.invoke(cli, ["validate", str(f)])
     assert res.exit_code == 2, res.output
     assert says in res.output and "Traceback" not in res.output
+
+
+def test_a_long_reduction_the_executor_shortens_is_validated_not_refused(client: TestClient) -> None:
+    """70,000 reduction steps, over the 65,536 a request may run, but the executor walks a proxy of at most its own
+    step limit (`executor.proxy.shorten`): the route validates that proxy and says so (it answered 422 before)."""
+    k = 70_000
+    one_by_one = Mapping(
+        levels=(
+            Level(name="o", loops=(Loop(axis="m", factor=2), Loop(axis="k", factor=k), Loop(axis="n", factor=2))),
+            Level(name="t", loops=(Loop(axis="m", factor=1), Loop(axis="k", factor=1), Loop(axis="n", factor=1))),
+        ),
+        acc_dtype="f32",
+    )
+    problem = {"kind": "einsum", "expr": "mk,kn->mn", "sizes": {"m": 2, "k": k, "n": 2}, "dtype": "f32"}
+    r = client.post("/v1/mappings/validate", json={"problem": problem, "mapping": one_by_one.model_dump(mode="json")})
+    assert r.status_code == 200, r.text
+    report = r.json()["report"]
+    assert report["method"] == "proxy" and report["status"] == "passed", report
+    assert "step limit" in report["reason"], report["reason"]
