@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -120,6 +121,8 @@ def tune(
     sources = [x for x in (einsum, conv, file, workload, onnx, layers) if x is not None]
     if len(sources) != 1:
         _fail("give exactly one of --einsum, --conv, --file, --workload, --onnx or --layers")
+    if not math.isfinite(seconds):
+        _fail(f"--seconds {seconds} is not a number of seconds: give one, e.g. --seconds 30")
     named = (("--einsum", einsum, "mk,kn->mn"), ("--conv", conv, "batch=1,in=64,out=64,h=56,w=56,k=3"))
     for flag, given, example in (*named, ("--workload", workload, "resnet50")):
         if given is not None and not given.strip():

@@ -39,6 +39,10 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
             name, sep, value = part.partition("=")
             if sep and name.strip():
                 key = name.strip()
+                if key in out:  # (last-wins would run another problem than the one meant, silently)
+                    raise UsageError(
+                        f"{what} {key!r} is given twice ({out[key]!r} and {value.strip()!r}): give it once"
+                    )
                 out[key] = value.strip()
             elif key is not None and not sep:
                 out[key] = f"{out[key]},{part.strip()}"

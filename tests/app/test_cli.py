@@ -299,6 +299,21 @@ def test_an_empty_problem_flag_is_named(flag: str, example: str) -> None:
     assert res.exit_code == 2 and f"{flag} is empty: give one, e.g. {flag} {example}" in _one_error_line(res.output)
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--size", "m=7", "--size", "m=9"], "--size 'm' is given twice ('7', '9'): give it once"),
+        (["--override", "pe_rows=64,pe_rows=32"], "--override 'pe_rows' is given twice"),
+        (["--seconds", "nan"], "--seconds nan is not a number of seconds"),
+        (["--seconds", "inf"], "--seconds inf is not a number of seconds"),
+    ],
+)
+def test_a_flag_given_twice_or_a_budget_that_is_no_number_is_an_error(args: list[str], says: str) -> None:
+    """Last-wins would silently run another problem (or budget) than the one meant."""
+    res = runner.invoke(app, ["tune", *MATMUL, "--target", "trn2", *args])
+    assert res.exit_code == 2 and says in _one_error_line(res.output), res.output
+
+
 def test_help_documents_the_exit_codes() -> None:
     res = runner.invoke(app, ["--help"])
     assert res.exit_code == 0
