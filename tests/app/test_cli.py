@@ -302,7 +302,7 @@ def test_an_empty_problem_flag_is_named(flag: str, example: str) -> None:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--size", "m=7"], "--size 'm' is given twice ('64', '7'): give it once"),  # (MATMUL gives m=64)
+        (["--size", "m=7"], "--size 'm' is given twice ('64' and '7'): give it once"),  # (MATMUL gives m=64)
         (["--override", "pe_rows=64,pe_rows=32"], "--override 'pe_rows' is given twice"),
         (["--seconds", "nan"], "--seconds nan is not a number of seconds"),
         (["--seconds", "inf"], "--seconds inf is not a number of seconds"),
