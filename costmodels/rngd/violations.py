@@ -21,8 +21,9 @@ from workload.problem import Problem
 #: problem-level reasons (`supports`) the contraction engine shares with other families
 RULES = ProblemRules(
     unary="the contraction engine contracts two operands (einsum: broadcast, multiply, reduce-add); "
-    "a one-input reduction runs on the Vector Engine, which this model does not price: "
-    "multiply by a ones tensor to make it a contraction, or pick another target",
+    "a one-input reduction runs on the Vector Engine, which this model does not price: a sum becomes a "
+    "contraction when multiplied by a ones tensor (the Reducer only adds); any other reduction: pick another "
+    "target (ascend-910b and ascend-a5 reduce rows on their vector cores, in f16 or f32)",
     reduce_op="the Reducer sums products (reduce_op = `Add`); a {op} reduction runs on the "
     "Vector Engine: use reduce op add, or pick another target",
     dtype="input {name} is {dtype}: the contraction engine takes only {allowed} inputs (the Reducer has no "

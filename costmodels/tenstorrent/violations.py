@@ -22,7 +22,8 @@ CODES: tuple[str, ...] = (*RULE_CODES, KNOBS, *MAPPING_CODES)
 #: problem-level reasons (`supports`)
 RULES = ProblemRules(
     unary="the Tensix matrix unit multiplies two operands; a unary reduction is not modelled "
-    "on this target: run it on another target",
+    "on this target: run it on another target (ascend-910b and ascend-a5 reduce rows on their vector cores, "
+    "in f16 or f32: convert block-float inputs to one of those first)",
     reduce_op="reduce op {op} is not a matmul: the Tensix FPU only multiplies and adds",
     dtype="operand {name} is {dtype}; this model supports {allowed} inputs: convert it to bf16",
 )
