@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from app.api import validation_run
 from app.api.routes import mappings as mappings_route
 from app.main import create_app
 from app.settings import Settings
@@ -280,14 +281,18 @@ def test_validate_refuses_broken_mappings_cheaply(client: TestClient, change: di
     assert says in body["detail"]
 
 
-def test_validate_refuses_an_unknown_accumulator_and_too_many_steps(client: TestClient) -> None:
+def test_validate_refuses_an_unknown_accumulator_and_too_many_steps(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     body = _unprocessable(client.post("/v1/mappings/validate", json={"problem": GEMM, "mapping": _gemm_mapping("f64")}))
     assert "acc_dtype" in body["detail"]
     many = {**GEMM, "sizes": {"m": 1, "k": 1 << 20, "n": 1}}
-    body = _unprocessable(
-        client.post("/v1/mappings/validate", json={"problem": many, "mapping": _gemm_mapping("f32", 1 << 20, many)})
-    )
-    assert "steps" in body["detail"]
+    request = {"problem": many, "mapping": _gemm_mapping("f32", 1 << 20, many)}
+    r = client.post("/v1/mappings/validate", json=request)  # 2^20 steps: the executor walks a 4,096-step proxy
+    assert r.status_code == 200 and r.json()["report"]["method"] == "proxy", r.text
+    monkeypatch.setattr(validation_run, "MAX_VALIDATION_STEPS", 1000)  # below even the proxy's steps: refused
+    body = _unprocessable(client.post("/v1/mappings/validate", json=request))
+    assert "4096 sequential reduction steps" in body["detail"]
 
 
 def test_a_mapping_too_large_to_validate_is_not_a_verdict(client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
