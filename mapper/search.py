@@ -53,9 +53,9 @@ def check_request(problem: Problem, target: Target, settings: SearchSettings) ->
     if settings.strategy == "cmaes" and settings.multi_objective:
         raise ProblemError("CMA-ES optimises one objective", token="cmaes", hint="use nsga2 or tpe for several")
     unsupported = target.supports(problem)
-    if unsupported:
-        v = unsupported[0]
-        raise ProblemError(f"{target.name} cannot run this problem: {v.message}", token=v.code)
+    if unsupported:  # every reason: a fix for the first alone would only meet the next
+        reasons = "; ".join(dict.fromkeys(v.message for v in unsupported))
+        raise ProblemError(f"{target.name} cannot run this problem: {reasons}", token=unsupported[0].code)
 
 
 def tune(

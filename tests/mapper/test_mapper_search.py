@@ -251,6 +251,12 @@ def test_unpriced_objective_and_unsupported_problem_are_rejected() -> None:
 
     with pytest.raises(ProblemError, match="cannot run this problem"):
         tune(einsum("ij->i", {"i": 8, "j": 8}, dtype="f32"), FakeMatmulTarget())
+    from costmodels.registry import get_target
+
+    with pytest.raises(ProblemError) as refused:  # every reason at once: fixing the first alone meets the next
+        tune(einsum("mk,kn->mn", {"m": 4, "k": 4, "n": 4}, dtype="i4", reduce_op="min"), get_target("trn1"))
+    said = str(refused.value)
+    assert "use reduce op add" in said and "input A is i4" in said and "input B is i4" in said, said
 
 
 def test_split_keeps_categoricals_structural_and_bounds_the_subspace() -> None:
