@@ -56,14 +56,19 @@ StopReason = Literal[
 BUDGET_STOPS: tuple[StopReason, ...] = ("converged", "trials", "seconds", "cancelled")
 
 
+#: the largest budgets a search takes (`SearchSettings`); a service sets its own limits at or below them
+MAX_TRIALS = 1_000_000
+MAX_SECONDS = 86_400.0
+
+
 class SearchSettings(BaseModel):
     """How to search: all fields are part of the result's cache key."""
 
     model_config = ConfigDict(frozen=True)
     strategy: Strategy = "auto"
     objectives: tuple[str, ...] = ("latency",)
-    max_trials: int = Field(default=200, ge=1, le=1_000_000, description="Optuna trials at most")
-    max_seconds: float = Field(default=20.0, gt=0, le=86_400, description="wall-clock budget of the search")
+    max_trials: int = Field(default=200, ge=1, le=MAX_TRIALS, description="Optuna trials at most")
+    max_seconds: float = Field(default=20.0, gt=0, le=MAX_SECONDS, description="wall-clock budget of the search")
     seed: int = Field(default=0, ge=0, le=2**31 - 1)
     warm_start: bool = Field(default=True, description="enqueue the target's rule-of-thumb points first")
     inner_points: int | None = Field(

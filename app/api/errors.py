@@ -38,7 +38,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException
 from starlette.routing import compile_path
 
-from app.jobs.models import MAX_SECONDS, MAX_TRIALS
+from mapper.settings import MAX_SECONDS, MAX_TRIALS
 from workload.errors import ProblemError
 from workload.spec import FIELD_HINTS, KIND_ERROR
 

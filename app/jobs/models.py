@@ -17,14 +17,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from app.documented_names import ObjectiveName, TargetName, WorkloadName, given, one_of_given
-from mapper.settings import SearchSettings, Strategy
+from mapper.settings import MAX_SECONDS, MAX_TRIALS, SearchSettings, Strategy
 from workload.layer_list import MAX_LAYERS
 from workload.spec import ProblemSpec
-
-#: the engine's fixed search budgets (`mapper.settings.SearchSettings`); TM_MAX_TRIALS and TM_MAX_SEARCH_SECONDS
-#: set the service's own limits at or below them
-MAX_TRIALS = 1_000_000
-MAX_SECONDS = 86_400.0
 
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 JOB_STATES: tuple[str, ...] = ("queued", "running", "succeeded", "failed", "cancelled")
