@@ -28,6 +28,10 @@ CONV_KEYS = {
     "d": "dilation",
     "g": "groups",
 }
+CONV_KEYS |= {v: v for v in set(CONV_KEYS.values())}  # the spec's own names too: in_channels=64, groups=32, ...
+CONV_KEYS["kernel_size"] = "kernel"  # (PyTorch's and ttnn's name)
+#: the keys that take a pair, written ``HxW`` (``k=3x1``): one value is both sides
+CONV_PAIRS = {"kernel", "stride", "padding", "dilation"}
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:
@@ -94,10 +98,25 @@ def spec_from_flags(
         raise UsageError("--reduce-op applies to --einsum problems; a conv2d always reduces with add")
     assert conv is not None
     spec = {"kind": "conv2d", "dtype": dtype}
+    given: dict[str, str] = {}  # field -> the key that gave it
     for key, value in _pairs([conv], "--conv").items():
         if key not in CONV_KEYS:
-            raise UsageError(f"--conv: unknown key {key!r}; keys: {', '.join(sorted(CONV_KEYS))}")
-        spec[CONV_KEYS[key]] = _int(key, value)
+            short = sorted(k for k, v in CONV_KEYS.items() if k != v or k == "batch")
+            raise UsageError(
+                f"--conv: unknown key {key!r}; keys: {', '.join(short)} (or the spec's names: "
+                f"{', '.join(sorted(set(CONV_KEYS.values()) - {'batch'}))})"
+            )
+        field = CONV_KEYS[key]
+        if field in given:
+            raise UsageError(f"--conv: {field} is given twice (as {given[field]!r} and {key!r}): give it once")
+        given[field] = key
+        if field in CONV_PAIRS and "x" in value.lower():
+            parts = value.lower().split("x")
+            if len(parts) != 2 or not all(parts):
+                raise UsageError(f"--conv {key}={value!r}: give one integer or a pair HxW, e.g. {key}=3x1")
+            spec[field] = [_int(key, x) for x in parts]
+        else:
+            spec[field] = _int(key, value)
     if out_dtype is not None:
         spec["out_dtype"] = out_dtype
     return spec

@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 import app.cli.running as cli_module
 import mapper.cache
 from app.cli import EXIT_CODES, app, parse_overrides, read_problem_file
+from app.cli.inputs import spec_from_flags
 
 runner = CliRunner()
 VALIDATE = importlib.import_module("executor.validate")  # the module (the package exports a function of its name)
@@ -182,10 +183,29 @@ def test_problem_errors_and_missing_problem_exit_2() -> None:
     assert res.exit_code == 2 and "at 'k'" in _one_error_line(res.output)
     res = runner.invoke(app, ["tune", "--target", "trn2"])
     assert res.exit_code == 2 and "exactly one of" in _one_error_line(res.output)
-    res = runner.invoke(app, ["tune", "--conv", "batch=1,in=8,out=8,h=8,w=8,kernel_size=3", "--target", "trn2"])
-    assert res.exit_code == 2 and "unknown key 'kernel_size'" in _one_error_line(res.output)
+    res = runner.invoke(app, ["tune", "--conv", "batch=1,in=8,out=8,h=8,w=8,kern=3", "--target", "trn2"])
+    assert res.exit_code == 2 and "unknown key 'kern'" in _one_error_line(res.output)
+    assert "in_channels" in _one_error_line(res.output)  # the long names are listed too
     res = runner.invoke(app, ["tune", "--conv", "batch=1,in=8,out=8,h=8,w=8,k=3", "--reduce-op", "max"])
     assert res.exit_code == 2 and "--reduce-op applies to --einsum" in _one_error_line(res.output)
+
+
+def test_conv_keys_take_the_specs_names_and_hxw_pairs() -> None:
+    short = spec_from_flags(None, [], "batch=2,in=8,out=16,h=9,w=7,k=3,s=2,p=1,d=1,g=2", "bf16", None, "add", None)
+    long = "batch=2,in_channels=8,out_channels=16,input_height=9,input_width=7,kernel_size=3,stride=2,padding=1,"
+    assert spec_from_flags(None, [], long + "dilation=1,groups=2", "bf16", None, "add", None) == short
+    pairs = spec_from_flags(None, [], "batch=1,in=4,out=4,h=9,w=7,k=3x1,s=2X1,p=1x0", "bf16", None, "add", None)
+    assert pairs["kernel"] == [3, 1] and pairs["stride"] == [2, 1] and pairs["padding"] == [1, 0]
+    for bad, says in [
+        ("batch=1,in=4,out=4,h=9,w=7,k=3,g=2,groups=2", "groups is given twice (as 'g' and 'groups')"),
+        ("batch=1,in=4,out=4,h=9,w=7,k=3x", "give one integer or a pair HxW"),
+        ("batch=1,in=4,out=4,h=9,w=7,k=3x1x1", "give one integer or a pair HxW"),
+        ("batch=1x2,in=4,out=4,h=9,w=7,k=3", "'1x2' is not an integer"),  # (batch is no pair)
+    ]:
+        res = runner.invoke(app, ["tune", "--conv", bad, "--target", "trn2"])
+        assert res.exit_code == 2 and says in _one_error_line(res.output), (bad, res.output)
+    res = runner.invoke(app, ["tune", "--conv", "batch=1,in=8,out=8,h=8,w=8,kernel_size=3x1", "--target", "trn2"])
+    assert res.exit_code == 0, res.output
 
 
 def test_a_problem_the_target_cannot_run_exits_2_alone_and_3_in_a_comparison() -> None:
