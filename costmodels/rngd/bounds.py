@@ -143,11 +143,16 @@ class TermBound:
                 for k in names:
                     np.add(qn[k][:, j : j + 1], out, out=term)
                     np.minimum(least[k], term, out=least[k])
+            # kept per distinct row (a few times fewer than the stage-1 rows): expanded to every row on each
+            # call (`_cells`, once per key), not kept expanded (8 keys x 5 terms of n_s x n_p, 0.5 GB on a
+            # grouped conv's grid)
             self._lanes[key] = {
-                **{k: v[back] for k, v in least.items()},
+                **least,
                 "kval": t.qn["kval"].reshape(n_s, t.n_l)[:, lm].min(axis=1, initial=np.inf),
             }
-        return self._lanes[key]
+        lane = self._lanes[key]
+        back = self._distinct_rows()[1]
+        return {k: v if k == "kval" else v[back] for k, v in lane.items()}
 
     def _cells(self, fl: Key, dbuf: bool | None) -> np.ndarray:
         """``bound(s, p)`` in cycles of every stage-1 row ``s`` and packet choice ``p`` (the ``S x P`` grid), for

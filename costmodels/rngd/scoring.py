@@ -96,23 +96,33 @@ def build_tables(problem: Problem, hw: RngdHardware, space: SearchSpace) -> Tabl
     qs = shard_quantities(problem, hw, r, fs)
     n_s = len(shift_s)
     # ---- S x P: packet terms ----
+    # They depend on the S grid only through each axis's extent in a slice (e2) and shift (the inputs
+    # of `packet_factors` and `packet_quantities`), which many S rows share: computed once per distinct
+    # (e2, shift) row ``u`` over the P grid, then gathered to the rows ``s * n_p + p`` of the table.
     gp = grid_values(ch, P_PARAMS)
     n_p = len(gp["packet_k"])
-    e2 = {a: np.repeat(fs[f"e2:{a}"], n_p) for a in r.sizes}
-    shift_a = np.repeat(shift_s, n_p)
-    pa = {nm: np.tile(v, n_s) for nm, v in gp.items()}
+    axes = tuple(r.sizes)
+    key = np.stack([fs[f"e2:{a}"] for a in axes] + [shift_s.astype(np.int64)], axis=1)
+    distinct, of_s = np.unique(key, axis=0, return_inverse=True)
+    n_u = len(distinct)
+    e2 = {a: np.repeat(distinct[:, i], n_p) for i, a in enumerate(axes)}
+    shift_u = np.repeat(distinct[:, -1].astype(bool), n_p)
+    pa = {nm: np.tile(v, n_u) for nm, v in gp.items()}
     fp = packet_factors(r, hw, e2, pa["packet_k"].astype(np.int64), pa["feed_flits"].astype(np.int64),
-                        pa["packet_free"], shift_a)  # fmt: skip
+                        pa["packet_free"], shift_u)  # fmt: skip
     if any((fp[f"pkt:{a}"] != 1).any() for a in r.axes["n"]):
         return None  # an N axis in the packet: the lane terms would depend on packet choices
     # (`packet_quantities` reads only the weight width of the constants, which `exact_windows` leaves alone)
-    qa = packet_quantities(hw, consts_of(problem, hw, r), r, fp, pa["packet_free"], shift_a, pa["inner"] == "n")
-    exact = bool((qa["rem"] != 0).any())
+    qu = packet_quantities(hw, consts_of(problem, hw, r), r, fp, pa["packet_free"], shift_u, pa["inner"] == "n")
+    exact = bool((qu["rem"] != 0).any())
     k = consts_of(problem, hw, r, exact_windows=exact)
-    bad_a = np.repeat(qs["bad:shards"], n_p)
-    for key, v in qa.items():
-        if key.startswith("bad:"):
-            bad_a = bad_a | v
+    bad_u = np.zeros(n_u * n_p, dtype=bool)
+    for name, v in qu.items():
+        if name.startswith("bad:"):
+            bad_u |= v
+    at_u = (of_s.reshape(-1, 1) * n_p + np.arange(n_p)).reshape(-1)  # row of u x P of every row of S x P
+    keys_a = A_KEYS + (WINDOW_KEYS if exact else ())
+    bad_a = np.repeat(qs["bad:shards"], n_p) | bad_u.take(at_u)
     # ---- S x L: lane terms ----
     gl = grid_values(ch, L_PARAMS)
     n_l = len(gl["rows"])
@@ -121,15 +131,14 @@ def build_tables(problem: Problem, hw: RngdHardware, space: SearchSpace) -> Tabl
     rows, trf = np.tile(gl["rows"], n_s).astype(np.int64), np.tile(gl["trf_split"], n_s).astype(np.int64)
     fl = lane_factors(r, e2n, ones, rows, trf)
     qn = lane_quantities(hw, k, r, fl, {key: np.repeat(v, n_l) for key, v in qs.items()})
-    keys_a = A_KEYS + (WINDOW_KEYS if exact else ())
-    big_a = max(float(np.max(qa[key])) for key in keys_a)
+    big_a = max(float(np.max(qu[key])) for key in keys_a)  # (every distinct row is some S row's)
     big_n = max(float(np.max(qn[key])) for key in N_KEYS if key != "dma")
     if big_a * big_n * (big_a if exact else 1.0) >= EXACT:
         return None  # products could round in float64: the generic integer path keeps every bit
     # A point of a bad S x P or S x L entry costs infinity (la, dma), so only the point-level
     # constraints remain to check per point; its objectives are masked to inf anyway.
-    fa = {key: np.where(bad_a, np.inf, qa[key]) if key == "la" else qa[key].astype(float) for key in keys_a}
-    fa["pelw"] = qa["pelw"].astype(float)
+    fa = {key: qu[key].astype(float).take(at_u) for key in (*keys_a, "pelw")}
+    fa["la"][bad_a] = np.inf
     bad_n = qn["bad:rows"] | qn["bad:trf-split"]
     fn = {key: np.where(bad_n, np.inf, qn[key]) if key == "dma" else qn[key].astype(float) for key in N_KEYS}
     fn.update({key: qn[key] for key in ("offchip", "share_r", "wpen", "slices")})

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from costmodels.cancel import checkpoint
+from costmodels.cancel import checkpoint, past_deadline
 from costmodels.protocol import Choice, SearchSpace
 from costmodels.rngd.hardware import RngdHardware
 from costmodels.rngd.space import grid_parts, roles_of
@@ -61,13 +61,17 @@ def bounded_points(
     """`base` moved into each structure whose latency bound is below `best`, lowest bound first.
 
     A search that scores these structures first finds the best of the ones that can still beat
-    `best` early, and can then bound the others out (`mapper.bounds`).
+    `best` early, and can then bound the others out (`mapper.bounds`). Past the search's deadline
+    (`costmodels.cancel.past_deadline`) it stops bounding and keeps the structures found so far: the
+    search ends at its next step anyway, and these are only its first visits.
     """
     ch = {p.name: p.choices for p in space.params if p.name in STRUCTURAL}
     names = list(ch)
     found: list[tuple[float, dict[str, Choice]]] = []
     for combo in itertools.product(*ch.values()):
         checkpoint()  # a cancelled search stops between two bounds (`costmodels.cancel`)
+        if past_deadline():
+            break
         fixed = dict(zip(names, combo, strict=True))
         b = bound(fixed)
         if b < best:
@@ -96,7 +100,7 @@ def warm_points(
             continue
         i = int(np.flatnonzero(m)[np.argmin(lat[m])])
         out.append({name: _py(cols[name][i]) for name in space.names()})
-    if bound is not None and out:
+    if bound is not None and out and not past_deadline():
         checkpoint()
         best = float(np.min(lat[np.isfinite(lat)]))
         out += bounded_points(space, out[0], bound, best)

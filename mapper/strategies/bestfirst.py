@@ -36,14 +36,13 @@ dominance); cut short, the certificate's ``front_gap`` says how close it is (`Li
 the best point its one-point front.
 
 Warm starts (one objective, latency): the target's rule-of-thumb structures are scored first, each only while its
-bound is below the best found. When the best then reaches the whole problem's roofline (`StructureBounds.whole`,
-admissible for every structure) the search stops proven (``lower-bound``) without bounding the other structures:
-on Ascend that is most layers, where the bounds of every structure cost more than the search. Otherwise the
-ordered pass follows, skipping the structures already scored (an incumbent prunes no structure whose bound is
-below the optimum: those are scored whatever the start).
-
-No clock decides anything but the deadline: the same request gives the same answer on any machine when it stops
-for a reason other than its budget.
+bound is below the best found (a target's extra warm structures end at the deadline, `cancel.past_deadline`). When
+the best then reaches the whole problem's roofline (`StructureBounds.whole`, admissible for every structure) the
+search stops proven (``lower-bound``) without bounding the other structures: on Ascend that is most layers, where
+the bounds of every structure cost more than the search. Otherwise the ordered pass follows, skipping the
+structures already scored (an incumbent prunes no structure whose bound is below the optimum: those are scored
+whatever the start). No clock decides anything but the deadline: the same request gives the same answer on any
+machine when it stops for a reason other than its budget.
 """
 
 from __future__ import annotations
@@ -196,7 +195,8 @@ class BestFirst(Strategy):
         reason: StopReason | None = None
         warmed = settings.warm_start and objective == "latency" and not settings.multi_objective
         if warmed:
-            reason = self._warm(problem, target, space, names, bounds, ev, seen, visit, stop_between, watch, table)
+            reason = self._warm(problem, target, space, names, bounds, ev, seen, visit, stop_between, watch, table,
+                                deadline)  # fmt: skip
         if reason is None and watch is not None and watch.cancelled():  # before bounding every structure
             reason = "cancelled"
         next_bound: float | None = None
@@ -367,16 +367,16 @@ class BestFirst(Strategy):
         stop_between: Callable[[], StopReason | None],
         watch: Watch | None = None,
         table: FloorTable | None = None,
+        deadline: float | None = None,
     ) -> StopReason | None:
         """Score the target's warm-start structures first; ``lower-bound`` when the best reaches the roofline.
 
-        Each is scored only while its own bound is below the best found, like every other visit. A
-        best at the whole problem's roofline (the generic bound, admissible for every structure)
-        bounds out every structure left, before any other structure is bounded. With the target's
-        floors (`table`), a structure's exact bound is asked only when its floor does not rule it out.
+        Each is scored only while its bound is below the best found. A best at the whole problem's roofline (the
+        generic bound, admissible for all) bounds out every structure left. With the target's floors (`table`), an
+        exact bound is asked only when a floor does not rule it out. The target's extras end at `deadline`.
         """
         try:  # the target's preparation of its warm starts stops at its checkpoints on a cancel
-            with cancellable(watch.cancelled if watch is not None else None):
+            with cancellable(watch.cancelled if watch is not None else None, deadline):
                 warms = target.warm_starts(problem)
         except Cancelled:
             return "cancelled"
@@ -386,15 +386,15 @@ class BestFirst(Strategy):
             key = tuple(warm[n] for n in names)
             if key in seen:
                 continue
+            reason = stop_between()  # (before a bound: a family's first exact bound can cost a visit)
+            if reason is not None:
+                return reason
             if ev.best_values is not None and (
                 table.out(key, ev.best_values[0])
                 if table is not None
                 else StructureBounds.bounded_out(bounds(dict(zip(names, key, strict=True))), ev.best_values[0])
             ):
                 continue  # left to the ordered pass, which will bound it out
-            reason = stop_between()
-            if reason is not None:
-                return reason
             visit(key)
             if ev.best_values is not None and StructureBounds.bounded_out(bounds.whole(), ev.best_values[0]):
                 return "lower-bound"

@@ -125,7 +125,7 @@ class OptunaStudy(Strategy):
         notes: list[str] = []
         warms: list[dict[str, Choice]] = []
         try:  # the target's preparation of its warm starts stops at its checkpoints on a cancel
-            with cancellable(watch.cancelled if watch is not None else None):
+            with cancellable(watch.cancelled if watch is not None else None, deadline):
                 warms = target.warm_starts(problem) if settings.warm_start else []
         except Cancelled:
             notes.append("cancelled while the target prepared its warm starts: none enqueued")

@@ -1,12 +1,14 @@
-"""A cancel reaches into a target's per-problem preparation (`costmodels.cancel`): no 1-5 s wait for it."""
+"""A cancel reaches into a target's per-problem preparation (`costmodels.cancel`): no 1-5 s wait for it.
+The search's deadline ends the optional part of it (the warm starts' extra structures)."""
 
 from __future__ import annotations
 
 import itertools
+import time
 
 import pytest
 
-from costmodels.cancel import Cancelled, cancellable, checkpoint
+from costmodels.cancel import Cancelled, cancellable, checkpoint, past_deadline
 from costmodels.registry import get_target
 from mapper.search import tune
 from mapper.settings import SearchSettings
@@ -59,3 +61,48 @@ def test_bestfirst_cancelled_during_warm_starts_bounds_no_structure() -> None:
     r = BestFirst().run(P, t, space, SearchSettings(), deadline=1e12, watch=Watch(cancel=lambda: next(calls) >= 3))
     assert r.stop_reason == "cancelled" and r.point is None and r.counts.points_scored == 0
     assert r.certificate is not None and not r.certificate.complete
+
+
+def test_past_deadline_only_inside_a_block_with_a_deadline_that_has_passed() -> None:
+    assert not past_deadline()  # no block
+    with cancellable(None):
+        assert not past_deadline()  # a block without a deadline
+    with cancellable(None, time.perf_counter() + 3600):
+        assert not past_deadline()
+    with cancellable(None, time.perf_counter() - 1):
+        assert past_deadline()
+        checkpoint()  # a deadline is no cancel
+    assert not past_deadline()  # gone once the block exits
+
+
+def _counting_bounds(t: object, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    calls = [0]
+    own = type(t).structure_bound  # type: ignore[attr-defined]
+
+    def counted(self: object, problem: object, fixed: dict[str, object]) -> float:
+        calls[0] += 1
+        return own(self, problem, fixed)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(type(t), "structure_bound", counted)
+    return calls
+
+
+def test_rngd_warm_starts_past_the_deadline_bound_no_structure(monkeypatch: pytest.MonkeyPatch) -> None:
+    t = get_target("rngd")
+    calls = _counting_bounds(t, monkeypatch)
+    full = t.warm_starts(P)
+    assert calls[0] > 10  # without a deadline: every structure of the warm starts' grid bounded
+    calls[0] = 0
+    with cancellable(None, time.perf_counter() - 1):
+        late = t.warm_starts(P)
+    assert calls[0] == 0 and 1 <= len(late) < len(full)
+    assert late == full[: len(late)]  # the pure placements, first as always
+
+
+def test_a_search_past_its_deadline_scores_one_structure_without_bounding_any(monkeypatch: pytest.MonkeyPatch) -> None:
+    t = get_target("rngd")
+    t.space(P)  # (prepared outside the budget)
+    calls = _counting_bounds(t, monkeypatch)
+    r = BestFirst().run(P, t, t.space(P), SearchSettings(), deadline=time.perf_counter() - 1)
+    assert r.stop_reason == "seconds" and r.point is not None and r.counts.points_scored > 0
+    assert calls[0] == 0  # neither the warm starts' extras nor the filter of the next warm start asked a bound
