@@ -6,8 +6,10 @@ the exact result of the *unpacked* inputs (the float32 values before block-float
 significand bit multiplied), within a bound derived from the formats alone:
 
 - **Packing** (block floats, `workload.blockfloat`): each packed value lies within one unit of its
-  block, ``|a' - a| <= u_a`` (``2**(shared - 127 - (W-1))``; tests/workload/test_blockfloat.py), so a
-  product moves by ``|a*b - a'*b'| <= |a| u_b + |b'| u_a``. Non-block inputs are their own values (u = 0).
+  block, ``|a' - a| <= u_a`` (``2**(shared - 127 - (W-1))``; tests/workload/test_blockfloat.py), its
+  block being the one the run packed it in (`workload.block_layout.block_packing`: a grouped conv's
+  activation along its channels C = g x ci), so a product moves by ``|a*b - a'*b'| <= |a| u_b + |b'| u_a``.
+  Non-block inputs are their own values (u = 0).
 - **Fidelity phases** (`executor.fidelity`): a phase left out multiplies a SrcA part and a SrcB part. From
   the masks of tt-isa ``ELWMUL.md``: SrcA's phase-0 part keeps the implicit 1 and 4 mantissa bits, so the
   rest is below ``2**-4 |a'|``; SrcB's phases-0/1 part keeps 1 + 6 bits, the rest below ``2**-6 |b'|``.
@@ -26,6 +28,7 @@ import numpy as np
 from executor import fidelity
 from executor.tolerance import Tolerance
 from workload import blockfloat, dtypes
+from workload.block_layout import block_packing
 from workload.problem import Problem
 from workload.reference import evaluate
 
@@ -48,10 +51,12 @@ def applies(problem: Problem, fid: str | None, exact: bool) -> bool:
 
 
 def _units(problem: Problem, originals: list[np.ndarray]) -> list[np.ndarray]:
-    """Per element, the most packing can move each input (one unit of its block; 0 for other formats)."""
+    """Per element, the most packing can move each input (one unit of its block, the blocks where the run
+    packed them: `workload.block_layout.block_packing`; 0 for other formats)."""
     out = []
-    for op, x in zip(problem.inputs, originals, strict=True):
-        out.append(blockfloat.unit(x, op.dtype) if dtypes.is_block(op.dtype) else np.zeros(np.shape(x)))
+    for i, (op, x) in enumerate(zip(problem.inputs, originals, strict=True)):
+        block = dtypes.is_block(op.dtype)
+        out.append(blockfloat.unit(x, op.dtype, block_packing(problem, i)) if block else np.zeros(np.shape(x)))
     return out
 
 

@@ -41,15 +41,16 @@ def storage_dtype(name: str) -> np.dtype:
     return dtypes.info(name).numpy
 
 
-def to_storage(values: np.ndarray, name: str) -> np.ndarray:
+def to_storage(values: np.ndarray, name: str, packing: blockfloat.Packing = blockfloat.ALONG_LAST) -> np.ndarray:
     """Convert `values` to the storage format `name` with one ml_dtypes/numpy cast.
 
     Floats round to nearest even; see the module docstring for overflow (NaN for e4m3fn, inf
     otherwise) and integer wrapping (int4/int8 wrap in two's complement). Block floats (bfloat8_b,
-    bfloat4_b) are packed as tt-metal packs them (`workload.blockfloat.quantize`), held in float32.
+    bfloat4_b) are packed as tt-metal packs them (`workload.blockfloat.quantize`), held in float32,
+    their blocks where `packing` puts them (an operand's: `workload.block_layout.block_packing`).
     """
-    if dtypes.is_block(name):  # tt-metal's packing: shared exponent per 16 along the last axis
-        return blockfloat.quantize(np.asarray(values, dtype=np.float64).astype(np.float32), name)
+    if dtypes.is_block(name):  # tt-metal's packing: shared exponent per 16 along the packed run
+        return blockfloat.quantize(np.asarray(values, dtype=np.float64).astype(np.float32), name, packing)
     with np.errstate(over="ignore", invalid="ignore"):
         return np.asarray(values).astype(storage_dtype(name))
 

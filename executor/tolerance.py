@@ -63,7 +63,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from executor import numerics
-from workload import dtypes
+from workload import block_layout, dtypes
 from workload.problem import Problem
 
 #: Safety factor on the random-walk accumulation bound (see the module docstring).
@@ -107,6 +107,24 @@ def underflow_floor(problem: Problem, acc: str, k: int) -> tuple[float, float, s
     return s, tiny, f"s_F={s:.3g} where |ref| <= tiny_F={tiny:.3g}"
 
 
+def _packed_text(problem: Problem) -> str:
+    """What the reason says of block-float inputs: where each one's blocks of 16 lie (`block_layout.describe`)."""
+    blocks = [i for i, o in enumerate(problem.inputs) if dtypes.is_block(o.dtype)]
+    if not blocks:
+        return ""
+    names = ", ".join(f"{problem.inputs[i].name} {problem.inputs[i].dtype}" for i in blocks)
+    where = {i: block_layout.describe(problem, i) for i in blocks}
+    if set(where.values()) == {"along the last dimension"}:
+        along = " along the last dimension,"
+    else:
+        along = ", " + "; ".join(f"{problem.inputs[i].name}'s {text}" for i, text in where.items()) + ";"
+    return (
+        f"inputs packed as tt-metal packs them ({names}: one exponent per 16 values{along} mantissas rounded "
+        "to nearest even, saturating), the same packed values in the run and the reference, so the bound is the "
+        "accumulation's: "
+    )
+
+
 def reduction_length(problem: Problem) -> int:
     """Terms reduced into each output element (product of the reduction axis sizes)."""
     return math.prod(problem.axes[a] for a in problem.reduction_axes)
@@ -131,14 +149,7 @@ def derive(problem: Problem, acc_dtype: str | None = None) -> tuple[Tolerance, s
         u_acc, coarse = numerics.unit_roundoff(acc_dtype), acc_dtype
         acc_text = f"{acc_dtype}, u={u_acc:.3g}: the mapping accumulates in {acc_dtype}, the problem declares {acc}"
     u_prod = numerics.unit_roundoff("f32") if any(o.dtype == "f32" for o in problem.inputs) else 0.0
-    blocks = [f"{o.name} {o.dtype}" for o in problem.inputs if dtypes.is_block(o.dtype)]
-    packed = (
-        f"inputs packed as tt-metal packs them ({', '.join(blocks)}: one exponent per 16 values along the last "
-        "dimension, mantissas rounded to nearest even, saturating), the same packed values in the run and the "
-        "reference, so the bound is the accumulation's: "
-        if blocks
-        else ""
-    )
+    packed = _packed_text(problem)
     info = dtypes.info(out)
     u_out = 0.0 if info.is_int else numerics.unit_roundoff(out)
     atol = 0.5 if info.is_int else float(ml_dtypes.finfo(info.numpy).smallest_subnormal) / 2.0

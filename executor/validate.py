@@ -52,6 +52,7 @@ from executor.judgement import Status, compare, format_verdict, judge, narrower_
 from executor.tiled import run_mapping
 from executor.tolerance import Tolerance, derive
 from workload import dtypes
+from workload.block_layout import block_packing
 from workload.problem import Problem
 from workload.reference import evaluate, random_inputs
 
@@ -205,10 +206,11 @@ def _coverage_only(problem: Problem, mapping: Mapping, coverage: list[str], note
 
 
 def _packed(problem: Problem, originals: list[np.ndarray]) -> list[np.ndarray]:
-    """The inputs a run reads: block-float inputs packed (`workload.blockfloat`), the others as they are."""
+    """The inputs a run reads: block-float inputs packed (`workload.blockfloat`) where tt-metal packs them
+    (`workload.block_layout.block_packing`), the others as they are."""
     return [
-        numerics.to_storage(x, o.dtype) if dtypes.is_block(o.dtype) else x
-        for o, x in zip(problem.inputs, originals, strict=True)
+        numerics.to_storage(x, o.dtype, block_packing(problem, i)) if dtypes.is_block(o.dtype) else x
+        for i, (o, x) in enumerate(zip(problem.inputs, originals, strict=True))
     ]
 
 

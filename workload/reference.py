@@ -22,6 +22,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from workload import blockfloat, dtypes
+from workload.block_layout import block_packing
 from workload.errors import ProblemError
 from workload.problem import Problem
 
@@ -81,14 +82,15 @@ def random_inputs(problem: Problem, rng: np.random.Generator, *, pack_blocks: bo
     """Random real (unpadded) input tensors in their storage dtypes.
 
     Floats are uniform in [-2, 2] (in [0.5, 1.5] for a mul reduction, so products neither vanish
-    nor overflow) rounded to the dtype (block floats: to float32, then packed in blocks of 16 along
-    the tensor's last dimension, `workload.blockfloat.quantize`; with ``pack_blocks=False`` the same
+    nor overflow) rounded to the dtype (block floats: to float32, then packed in blocks of 16 where
+    tt-metal packs the operand, `workload.block_layout.block_packing`: along its last dimension, a
+    grouped conv's activation along its channels C = g x ci; with ``pack_blocks=False`` the same
     draws are returned as the float32 values before packing); i4 and i8 span their full range; i32 stays in
     [-1024, 1024] so that long integer sums cannot approach the accumulator's range (mul
     reductions of integers use [-2, 2]).
     """
     out: list[np.ndarray] = []
-    for op in problem.inputs:
+    for index, op in enumerate(problem.inputs):
         info = dtypes.info(op.dtype)
         shape = problem.shape(op)
         if info.is_int:
@@ -103,7 +105,7 @@ def random_inputs(problem: Problem, rng: np.random.Generator, *, pack_blocks: bo
             lo_f, hi_f = (0.5, 1.5) if problem.reduce_op == "mul" else (-2.0, 2.0)
             values = _round_to_dtype(rng.uniform(lo_f, hi_f, size=shape), op.dtype)
             if info.block and pack_blocks:  # float32 values packed as tt-metal packs them (shared exponent per 16)
-                values = blockfloat.quantize(values, op.dtype)
+                values = blockfloat.quantize(values, op.dtype, block_packing(problem, index))
             out.append(values)
     return out
 
