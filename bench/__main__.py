@@ -16,6 +16,7 @@ ALL = (
     "heldout_shapes",
     "health_latency",
     "read_path",
+    "budget_overrun",
 )
 
 
