@@ -221,7 +221,7 @@ def trf_image(rem: list[np.ndarray], trf: np.ndarray) -> np.ndarray:
     if len(rem) == 1:
         return _one_axis_image(np.asarray(rem[0], dtype=np.int64), trf)
     cols = [np.asarray(x, dtype=np.int64) for x in (*rem, trf)]
-    u_cols, inv = _distinct_rows(cols)
+    u_cols, inv = distinct_rows(cols)
     u_rem, u_trf = u_cols[:-1], u_cols[-1]
     t, h = trf_loads(u_rem, u_trf)
     tn, hn = np.prod(np.stack(t), axis=0), np.prod(np.stack(h), axis=0)
@@ -263,7 +263,7 @@ def _one_axis_image(big: np.ndarray, trf: np.ndarray) -> np.ndarray:
     return np.where(trf < 1, trf, image)
 
 
-def _distinct_rows(cols: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
+def distinct_rows(cols: list[np.ndarray]) -> tuple[list[np.ndarray], np.ndarray]:
     """The distinct rows of equal-length non-negative integer columns, and each row's index among them.
 
     One sort of a mixed-radix key when it fits in 62 bits (the tables' case), else a row-wise unique.

@@ -23,7 +23,7 @@ from costmodels.energy import EnergyPricer, pricer
 from costmodels.protocol import Choice, SearchSpace
 from costmodels.rngd.cost import combine, point_violations
 from costmodels.rngd.energy import level_bytes
-from costmodels.rngd.factors import Arrays, lane_factors, packet_factors, shard_factors
+from costmodels.rngd.factors import Arrays, distinct_rows, lane_factors, packet_factors, shard_factors
 from costmodels.rngd.hardware import ENERGY_LEVELS, RngdHardware
 from costmodels.rngd.space import grid_parts, roles_of
 from costmodels.rngd.terms import Consts, consts_of, lane_quantities, packet_quantities, shard_quantities
@@ -102,11 +102,10 @@ def build_tables(problem: Problem, hw: RngdHardware, space: SearchSpace) -> Tabl
     gp = grid_values(ch, P_PARAMS)
     n_p = len(gp["packet_k"])
     axes = tuple(r.sizes)
-    key = np.stack([fs[f"e2:{a}"] for a in axes] + [shift_s.astype(np.int64)], axis=1)
-    distinct, of_s = np.unique(key, axis=0, return_inverse=True)
-    n_u = len(distinct)
-    e2 = {a: np.repeat(distinct[:, i], n_p) for i, a in enumerate(axes)}
-    shift_u = np.repeat(distinct[:, -1].astype(bool), n_p)
+    distinct, of_s = distinct_rows([*(fs[f"e2:{a}"] for a in axes), shift_s.astype(np.int64)])
+    n_u = len(distinct[0])
+    e2 = {a: np.repeat(distinct[i], n_p) for i, a in enumerate(axes)}
+    shift_u = np.repeat(distinct[-1].astype(bool), n_p)
     pa = {nm: np.tile(v, n_u) for nm, v in gp.items()}
     fp = packet_factors(r, hw, e2, pa["packet_k"].astype(np.int64), pa["feed_flits"].astype(np.int64),
                         pa["packet_free"], shift_u)  # fmt: skip
@@ -120,9 +119,12 @@ def build_tables(problem: Problem, hw: RngdHardware, space: SearchSpace) -> Tabl
     for name, v in qu.items():
         if name.startswith("bad:"):
             bad_u |= v
-    at_u = (of_s.reshape(-1, 1) * n_p + np.arange(n_p)).reshape(-1)  # row of u x P of every row of S x P
+
+    def gather(v: np.ndarray) -> np.ndarray:  # u x P -> S x P: the row block of each S row's u, copied whole
+        return np.take(v.reshape(n_u, n_p), of_s, axis=0).reshape(-1)
+
     keys_a = A_KEYS + (WINDOW_KEYS if exact else ())
-    bad_a = np.repeat(qs["bad:shards"], n_p) | bad_u.take(at_u)
+    bad_a = np.repeat(qs["bad:shards"], n_p) | gather(bad_u)
     # ---- S x L: lane terms ----
     gl = grid_values(ch, L_PARAMS)
     n_l = len(gl["rows"])
@@ -137,7 +139,7 @@ def build_tables(problem: Problem, hw: RngdHardware, space: SearchSpace) -> Tabl
         return None  # products could round in float64: the generic integer path keeps every bit
     # A point of a bad S x P or S x L entry costs infinity (la, dma), so only the point-level
     # constraints remain to check per point; its objectives are masked to inf anyway.
-    fa = {key: qu[key].astype(float).take(at_u) for key in (*keys_a, "pelw")}
+    fa = {key: gather(qu[key].astype(float)) for key in (*keys_a, "pelw")}
     fa["la"][bad_a] = np.inf
     bad_n = qn["bad:rows"] | qn["bad:trf-split"]
     fn = {key: np.where(bad_n, np.inf, qn[key]) if key == "dma" else qn[key].astype(float) for key in N_KEYS}

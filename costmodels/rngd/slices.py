@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from costmodels.protocol import SearchSpace
-from costmodels.rngd.factors import shard_factors
+from costmodels.rngd.factors import distinct_rows, shard_factors
 from costmodels.rngd.space import ROLES, Roles, grid_parts
 
 
@@ -104,11 +104,10 @@ def slice_images(s: Stage1) -> tuple[np.ndarray, np.ndarray]:
     m = n_r * n_s  # choices (role, count) of one combination of the other stage-1 choices
     n_combo = len(c) // m
     combo = np.repeat(np.arange(n_combo), m)
-    e2 = np.stack([f[f"e2:{a}"] for a in sorted(r.sizes)], axis=1)
+
     ones = np.ones_like(c)
     share = np.stack([np.prod([f[f"sl:{a}"] for a in r.axes[role]] or [ones], axis=0) for role in ROLES], axis=1)
-    _, gid = np.unique(np.column_stack([combo, e2]), axis=0, return_inverse=True)
-    gid = gid.reshape(-1)
+    _, gid = distinct_rows([combo, *(f[f"e2:{a}"] for a in sorted(r.sizes))])
     a, b = grid_parts(np.asarray(s.grids, dtype=np.int64))
     cnt = np.tile(a * b, n_combo * n_r)  # slices of each choice
     idx = np.arange(len(c))
