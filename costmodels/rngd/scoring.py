@@ -4,7 +4,8 @@ Every cost term of a point is fixed by a few of its choices (`rngd.terms`): the 
 the stage-1 choices ``S`` (clusters, cluster_role, slice_grid, slice_role, shift), the packet terms
 by ``S`` and ``P`` (packet_k, packet_free, feed_flits, inner), the lane terms by ``S`` and ``L``
 (rows, trf_split). `build_tables` evaluates those functions once on the grids ``S x P`` and
-``S x L`` of the space's choices (a few thousand rows); `score_codes` turns each point's choice
+``S x L`` of the space's choices (the packet terms once per distinct slice extents and shift of the S
+rows, a few hundred to a few thousand, then copied to every S row); `score_codes` turns each point's choice
 codes straight into its two grid rows (sums of ``code * stride``), gathers its terms and runs
 `rngd.cost.combine`, the formula `check` and `cost` use, in cache-sized chunks.
 
