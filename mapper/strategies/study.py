@@ -201,10 +201,11 @@ class OptunaStudy(Strategy):
         scored, pruned = ev.keys()
         if ev.best_point is not None:
             bounds.learn_clock(ev.best_point)
+        # (past the deadline the structures left keep the generic bound: unexplored)
         cert = certify(
             space, bounds, structural, scored=scored, pruned=pruned,
             best=ev.best_values[0] if ev.best_values else None, prune=not settings.multi_objective,
-            front=ev.front_values, front_bounds=front_bounds,
+            front=ev.front_values, front_bounds=front_bounds, deadline=deadline,
         )  # fmt: skip
         proven = cert.complete
         if proven and settings.multi_objective:

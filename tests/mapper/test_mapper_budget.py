@@ -191,3 +191,36 @@ def test_structures_are_larger_where_their_cells_decide_what_best_first_scores()
     for strategy, inner in (("bestfirst", CELLS_INNER), ("tpe", DEFAULT_INNER), ("exhaustive", 0)):
         s = SearchSettings(objectives=("latency", "footprint"), strategy=strategy)
         assert resolve_strategy(s, rngd.space(big), big, rngd).inner_points == inner, strategy
+
+
+def test_an_optuna_search_past_its_budget_bounds_no_structure_for_its_certificate(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The certificate's sweep (every structure not scored, bounded one by one) stops at the search's deadline:
+    a tpe search of a trn2 GEMM with a 0.05 s budget bounded 65,536 structures after it stopped (about 3 s)."""
+    import mapper.strategies.study as study_mod
+    from costmodels.registry import get_target
+
+    target = get_target("trn2")
+    problem = matmul(4096, 4096, 4096)
+    calls = {"n": 0, "in_cert": 0}
+    own_bound = type(target).structure_bound
+
+    def counted(self, problem, fixed):  # type: ignore[no-untyped-def]
+        calls["n"] += 1
+        return own_bound(self, problem, fixed)
+
+    own_certify = study_mod.certify
+
+    def certify(*args, **kw):  # type: ignore[no-untyped-def]
+        before = calls["n"]
+        cert = own_certify(*args, **kw)
+        calls["in_cert"] += calls["n"] - before
+        return cert
+
+    monkeypatch.setattr(type(target), "structure_bound", counted)
+    monkeypatch.setattr(study_mod, "certify", certify)
+    target.space(problem)  # (prepared outside the budget)
+    r = tune(problem, target, SearchSettings(strategy="tpe", max_seconds=0.05), validate=False)
+    assert r.stop_reason == "seconds" and r.certificate is not None
+    assert calls["in_cert"] == 0  # past the deadline: the structures left keep the generic bound
+    cert = r.certificate
+    assert not cert.complete and cert.unexplored == cert.structures_total - cert.scored - cert.pruned_by_bound
