@@ -122,7 +122,9 @@ def conv2d(
     for name, (a, b), limit in limits:
         if a < 1 or b < 1:
             raise ProblemError(
-                f"{name} ({a}, {b}) must be >= 1", token=name, hint=f"{name} of 0 is meaningless: use 1 or more"
+                f"{name} ({a}, {b}) must be >= 1",
+                token=name,
+                hint=f"a {name} of {min(a, b)} is meaningless: use 1 or more",
             )
         if a > limit or b > limit:
             raise ProblemError(
@@ -137,8 +139,9 @@ def conv2d(
             hint="pad by at most the kernel span",
         )
     if in_channels % groups or out_channels % groups:
+        counts = [f"{k}={v}" for k, v in (("in_channels", in_channels), ("out_channels", out_channels)) if v % groups]
         raise ProblemError(
-            f"groups={groups} does not divide in_channels={in_channels} and out_channels={out_channels}",
+            f"groups={groups} does not divide {' and '.join(counts)}",
             token="groups",
             hint="use a groups value that divides both channel counts (groups=in_channels for depthwise)",
         )

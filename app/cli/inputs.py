@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from functools import cache
@@ -34,34 +35,64 @@ CONV_KEYS["kernel_size"] = "kernel"  # (PyTorch's and ttnn's name)
 CONV_PAIRS = {"kernel", "stride", "padding", "dilation"}
 
 
+#: the longest value an error message repeats whole (a longer one is cut, with its length)
+MAX_ECHO = 40
+#: an integer as a user types one: ASCII digits, an optional sign (no ``1_000``, no other scripts' digits)
+INT_TEXT = re.compile(r"[+-]?[0-9]+")
+#: the CONV_KEYS fields that must be given (the others have the spec's defaults), with an example
+CONV_REQUIRED = {"in_channels": "in=64", "out_channels": "out=64", "input_height": "h=56", "input_width": "w=56",
+                 "kernel": "k=3 or k=3x1"}  # fmt: skip
+
+
+def echo(value: str) -> str:
+    """`value` quoted for an error message, cut to `MAX_ECHO` characters with its length when longer."""
+    if len(value) <= MAX_ECHO:
+        return repr(value)
+    return f"{value[:MAX_ECHO]!r}... ({len(value):,} characters)"
+
+
 def _pairs(items: list[str], what: str) -> dict[str, str]:
-    """``name=value`` items, several per item separated by commas; a comma part without ``=`` continues the value."""
+    """``name=value`` items, several per item separated by commas; a comma part without ``=`` continues the value,
+    an empty part (a stray comma) is skipped."""
     out: dict[str, str] = {}
     for item in items:
         key = None
         for part in item.split(","):
+            if not part.strip():
+                continue
             name, sep, value = part.partition("=")
             if sep and name.strip():
                 key = name.strip()
                 if key in out:  # (last-wins would run another problem than the one meant, silently)
                     raise UsageError(
-                        f"{what} {key!r} is given twice ({out[key]!r} and {value.strip()!r}): give it once"
+                        f"{what} {key!r} is given twice ({echo(out[key])} and {echo(value.strip())}): give it once"
                     )
                 out[key] = value.strip()
             elif key is not None and not sep:
-                out[key] = f"{out[key]},{part.strip()}"
+                out[key] = f"{out[key]},{part.strip()}" if out[key] else part.strip()
             else:
-                raise UsageError(f"{what} {part!r} is not name=value")
-        if key is not None and not out[key]:
+                raise UsageError(f"{what} {echo(part)} is not name=value")
+    for key, value in out.items():
+        if not value:
             raise UsageError(f"{what} {key!r} has no value: write {key}=value")
     return out
 
 
 def _int(key: str, value: str) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        raise UsageError(f"{key}={value!r} is not an integer") from None
+    """`value` as an integer, or an error that says what is wrong with it."""
+    v = value.strip()
+    if INT_TEXT.fullmatch(v):
+        digits = len(v.lstrip("+-"))
+        if digits > 18:  # (int() refuses past 4,300 digits, and no size comes near 10**18)
+            raise UsageError(f"{key} has {digits:,} digits: sizes are at most 16,777,216")
+        return int(v)
+    if any(c in v for c in ";= "):
+        how = ": separate the name=value items with commas, e.g. in=64,out=64"
+    elif "_" in v:
+        how = ": write the digits alone, e.g. 1000"
+    else:
+        how = ": write it in digits, e.g. 3"
+    raise UsageError(f"{key}={echo(v)} is not an integer{how}")
 
 
 def _yaml_value(what: str, key: str, text: str) -> Any:
@@ -110,13 +141,16 @@ def spec_from_flags(
         if field in given:
             raise UsageError(f"--conv: {field} is given twice (as {given[field]!r} and {key!r}): give it once")
         given[field] = key
-        if field in CONV_PAIRS and "x" in value.lower():
+        if field in CONV_PAIRS and not INT_TEXT.fullmatch(value):
             parts = value.lower().split("x")
-            if len(parts) != 2 or not all(parts):
-                raise UsageError(f"--conv {key}={value!r}: give one integer or a pair HxW, e.g. {key}=3x1")
+            if len(parts) != 2 or not all(INT_TEXT.fullmatch(x.strip()) for x in parts):
+                raise UsageError(f"--conv {key}={echo(value)}: give one integer or a pair HxW, e.g. {key}=3x1")
             spec[field] = [_int(key, x) for x in parts]
         else:
             spec[field] = _int(key, value)
+    missing = [f"{f} ({example})" for f, example in CONV_REQUIRED.items() if f not in given]
+    if missing:
+        raise UsageError(f"--conv needs {', '.join(missing)}")
     if out_dtype is not None:
         spec["out_dtype"] = out_dtype
     return spec

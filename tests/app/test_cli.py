@@ -201,11 +201,24 @@ def test_conv_keys_take_the_specs_names_and_hxw_pairs() -> None:
         ("batch=1,in=4,out=4,h=9,w=7,k=3x", "give one integer or a pair HxW"),
         ("batch=1,in=4,out=4,h=9,w=7,k=3x1x1", "give one integer or a pair HxW"),
         ("batch=1x2,in=4,out=4,h=9,w=7,k=3", "'1x2' is not an integer"),  # (batch is no pair)
+        ("batch=1,in=4,out=4,h=9,w=7,k=3,3", "k='3,3': give one integer or a pair HxW"),
+        ("batch=1,in=4,out=4,h=9,w=7,k=[3,3]", "k='[3,3]': give one integer or a pair HxW"),
+        ("batch=1,in=4,out=4,h=9,w=7,k=1_0", "k='1_0': give one integer or a pair HxW"),
+        ("batch=1,in=4,out=4,h=9,w=7,s=1", "--conv needs kernel (k=3 or k=3x1)"),
+        ("batch=1,in=4,out=4,k=3", "--conv needs input_height (h=56), input_width (w=56)"),
+        ("batch=1,in=4,out=4,h=9,w=7,k=,s=1", "'k' has no value"),
+        ("batch=1,in=4,out=4,h=9,w=7,k=-3", "a kernel of -3 is meaningless"),
+        ("batch=1,in=15,out=16,h=9,w=7,k=3,g=5", "groups=5 does not divide out_channels=16 ("),
+        ("batch=1;in=4;out=4", "separate the name=value items with commas"),
+        ("batch=1,in=4,out=4,h=9,w=7,k=" + "9" * 5000, "k has 5,000 digits"),
+        ("batch=1,in=4,out=4,h=9,w=7,k=3,k=" + "9" * 500, "... (500 characters)): give it once"),
     ]:
         res = runner.invoke(app, ["tune", "--conv", bad, "--target", "trn2"])
         assert res.exit_code == 2 and says in _one_error_line(res.output), (bad, res.output)
     res = runner.invoke(app, ["tune", "--conv", "batch=1,in=8,out=8,h=8,w=8,kernel_size=3x1", "--target", "trn2"])
     assert res.exit_code == 0, res.output
+    stray = spec_from_flags(None, [], "in=4,out=4,,h=9,w=7,k=3,", "bf16", None, "add", None)  # stray commas
+    assert stray == spec_from_flags(None, [], "in=4,out=4,h=9,w=7,k=3", "bf16", None, "add", None)
 
 
 def test_a_problem_the_target_cannot_run_exits_2_alone_and_3_in_a_comparison() -> None:
