@@ -64,6 +64,10 @@ def validation_of(problem: Problem, mapping: Any, seed: int) -> tuple[dict[str, 
     return data, True, f"validation passed, {fallback}{how}" if fallback else ""
 
 
+#: seconds past its budget from which a result says the search overran it (and why)
+OVERRUN_NOTED = 0.2
+
+
 def package_result(
     problem: Problem,
     target: Target,
@@ -109,6 +113,12 @@ def package_result(
     else:
         notes.append(
             "no feasible mapping in the target's search space: see counts.top_violations for what ruled them out"
+        )
+    budget = settings.max_seconds
+    if seconds > 1.5 * budget and seconds - budget > OVERRUN_NOTED:  # (said, not hidden behind "seconds")
+        notes.append(
+            f"the search took {seconds:.2f} s against its {budget:g} s budget: the target's per-problem preparation "
+            "(its space, tables and first bounds) and the first structure scored are not cut by the budget"
         )
     return TuneResult(
         key=key,
