@@ -16,10 +16,23 @@ import numpy as np
 
 from costmodels.protocol import Choice, Param, SearchSpace
 from mapper.bounds import FrontBounds, StructureBounds
+from mapper.pareto import row_gaps
 from mapper.result import Certificate
 
 #: remaining structures a target's hook bounds one by one when a search ends (the rest keep the generic bound)
 SWEEP_LIMIT = 1 << 16
+
+
+def least_front_gap(fb: FrontBounds, front: np.ndarray | None, gap: float | None = None) -> float | None:
+    """The lesser of `gap` (a search's own front gap, None: none) and the gap of `front` to the whole space's
+    bound vector (`FrontBounds.whole`: every feasible point is at least it on every objective, so a front within
+    ``g`` of that vector is within ``g`` of every point; `mapper.pareto.row_gaps`). None when neither is finite."""
+    if front is not None and len(front):
+        whole = np.asarray(fb.whole(), dtype=np.float64)[None, :]
+        g = float(row_gaps(np.asarray(front, dtype=np.float64), whole)[0])
+        if np.isfinite(g):
+            gap = g if gap is None else min(gap, g)
+    return gap
 
 
 def space_text(space: SearchSpace) -> str:
@@ -93,7 +106,11 @@ def certify(
             gap = 0.0
         elif remaining is not None:
             gap = max(0.0, best / remaining - 1)
+    front_gap = None
+    if front_bounds is not None and unexplored:  # several objectives, cut short: how close the front is proven
+        front_gap = least_front_gap(front_bounds, front)
     return Certificate(
+        front_gap=front_gap,
         space=space_text(space),
         space_points=space.size,
         objective=bounds.objective,

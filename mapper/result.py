@@ -91,10 +91,11 @@ class Certificate(BaseModel):
     front_gap: float | None = Field(
         default=None,
         ge=0,
-        description="two objectives (best-first): every feasible point of the space has a point of the front found "
-        "within this relative margin of it on every objective (f <= (1 + front_gap) x, each objective; from the cells' "
-        "floors of the structures left unexplored, and the points priced of them, `mapper.pareto.row_gaps`): 0 when "
-        "the front is exact; None when not known",
+        description="several objectives: every feasible point of the space has a point of the front found within "
+        "this relative margin of it on every objective (f <= (1 + front_gap) x, each objective; the lesser of the gap "
+        "to the cells' floors of the structures left unexplored and the points priced of them (best-first, two "
+        "objectives) and the gap to the whole space's bound vector, `mapper.pareto.row_gaps`): 0 when the front is "
+        "exact; None when not known",
     )
 
     @property

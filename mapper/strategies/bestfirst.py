@@ -58,7 +58,7 @@ from costmodels.cancel import Cancelled, cancellable
 from costmodels.protocol import Choice, SearchSpace, Target
 from costmodels.structure_bound import StructureBulkBounded
 from mapper.bounds import RTOL, FrontBounds, FrontCellBlocks, StructureBounds, bounded_by_cells
-from mapper.certificate import space_text
+from mapper.certificate import least_front_gap, space_text
 from mapper.planning import inner_size
 from mapper.result import Certificate, TrialCounts, ViolationCount
 from mapper.settings import SearchSettings, StopReason
@@ -307,8 +307,9 @@ class BestFirst(Strategy):
         cert = self._certificate(space, bounds, front_bounds, ev, total, visited, reason, next_bound, skipped)
         if settings.objectives[0] != cert.objective:
             cert = cert.model_copy(update={"objective": settings.objectives[0]})
-        if settings.multi_objective and not cert.complete and (proof := live or rounds) is not None:  # (`front_gap`)
-            cert = cert.model_copy(update={"front_gap": proof.front_gap(ev.front_values, seen | dropped)})
+        if settings.multi_objective and not cert.complete and front_bounds is not None:  # (`front_gap`)
+            gap = proof.front_gap(ev.front_values, seen | dropped) if (proof := live or rounds) is not None else None
+            cert = cert.model_copy(update={"front_gap": least_front_gap(front_bounds, ev.front_values, gap)})
         front = ev.merged_front() if settings.multi_objective else []
         point, values = ev.best_point, ev.best_values
         if front:  # several objectives: the front's first point (the best first objective)
@@ -423,9 +424,8 @@ class BestFirst(Strategy):
         next_bound: float | None,
         skipped: int = 0,
     ) -> Certificate:
-        """Scored: the structures visited, less those whose every cell the front dominated by their visit
-        (`Evaluator.pruned`: nothing of them scored); pruned: those, and all the rest when the bound stopped
-        the search, else those `skipped` (several objectives: every cell dominated); the rest unexplored."""
+        """Scored: the structures visited, less those whose every cell their visit's front dominated (`Evaluator`);
+        pruned: those, and the rest if the bound stopped the search, else those `skipped`; the rest unexplored."""
         left = total - visited
         pruned = left if reason == "lower-bound" else skipped
         unexplored = left - pruned
