@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import yaml
 
-from app.api.engine_support import mapping_errors
-from app.api.schemas_engine import ValidateRequest, ValidationReportOut
 from app.cli.commands import app
 from app.cli.common import EXIT_FAILED, JsonOpt, UsageError, _fail, _user_errors
 from executor.validate import DEFAULT_MAX_STEPS, ValidationTooLarge, validate
+
+if TYPE_CHECKING:
+    from app.api.schemas_engine import ValidateRequest
 
 
 def read_validate_request(file: Path) -> ValidateRequest:
@@ -36,6 +37,8 @@ def read_validate_request(file: Path) -> ValidateRequest:
         raise UsageError(f"{what} ({' '.join(str(e).split())}); give the body of POST /v1/mappings/validate") from None
     if not isinstance(data, dict):
         raise UsageError(f"{file.name} holds no object; give the body of POST /v1/mappings/validate")
+    from app.api.schemas_engine import ValidateRequest  # (the service's schemas: imported by this command only)
+
     return ValidateRequest.model_validate(data)
 
 
@@ -53,6 +56,9 @@ def validate_file(
 ) -> None:
     """Run a mapping tile by tile in numpy on seeded inputs and compare it with the exact reference (what
     POST /v1/mappings/validate does, without the service's size and time limits). Exit 3 if it fails."""
+    from app.api.engine_support import mapping_errors  # (the service's modules: imported by this command only)
+    from app.api.schemas_engine import ValidationReportOut
+
     with _user_errors():
         req = read_validate_request(file)
         problem = req.problem.to_problem()

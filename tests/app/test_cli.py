@@ -405,3 +405,14 @@ def test_block_float_inputs_tune_on_tenstorrent_and_are_refused_elsewhere_in_one
     assert "only the Tenstorrent targets take (blackhole-p150, wormhole-n150)" in _one_error_line(refused.output)
     output = runner.invoke(app, ["tune", *bf8, "--out-dtype", "bfloat8_b", "--target", "wormhole-n150"])
     assert output.exit_code == 2 and "inputs only" in _one_error_line(output.output)
+
+
+def test_the_cli_starts_without_the_service_modules() -> None:
+    """`mapper tune` and a refused input do not import FastAPI or the service's schemas (about 0.4 s of every call's
+    start-up; `mapper validate` imports them when it runs)."""
+    import subprocess
+    import sys
+
+    code = "import sys, app.cli; print([m for m in sys.modules if m == 'fastapi' or m.startswith('app.api')])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]", out
