@@ -192,52 +192,31 @@ UNCHANGED = {
 }
 
 
-def _unchanged_problem(name: str) -> Any:
-    if name == "gemm8":
-        return einsum("mk,kn->mn", {"m": 32, "k": 256, "n": 48}, dtype="bfloat8_b", weight=1)
-    if name == "gemm4_odd":
-        return einsum("mk,kn->mn", {"m": 7, "k": 70, "n": 37}, dtype="bfloat4_b", weight=1)
-    if name == "mixed":
-        sizes = {"b": 3, "m": 5, "k": 33, "n": 19}
-        return einsum("bmk,bkn->bmn", sizes, dtype={"A": "bf16", "B": "bfloat8_b"}, weight=1)
-    if name == "conv8":
-        return conv2d(
-            batch=1,
-            in_channels=32,
-            out_channels=48,
-            input_height=9,
-            input_width=9,
-            kernel=3,
-            padding=1,
-            dtype="bfloat8_b",
-        )
-    if name == "conv4_stem":
-        return conv2d(
-            batch=2,
-            in_channels=3,
-            out_channels=20,
-            input_height=11,
-            input_width=11,
-            kernel=7,
-            stride=2,
-            padding=3,
-            dtype="bfloat4_b",
-        )
-    return conv2d(
-        batch=1,
-        in_channels=24,
-        out_channels=40,
-        input_height=6,
-        input_width=5,
-        kernel=(3, 1),
-        dtype="bf16",
+#: the problems of `UNCHANGED`, by name
+UNCHANGED_PROBLEMS = {
+    "gemm8": einsum("mk,kn->mn", {"m": 32, "k": 256, "n": 48}, dtype="bfloat8_b", weight=1),
+    "gemm4_odd": einsum("mk,kn->mn", {"m": 7, "k": 70, "n": 37}, dtype="bfloat4_b", weight=1),
+    "mixed": einsum(
+        "bmk,bkn->bmn", {"b": 3, "m": 5, "k": 33, "n": 19}, dtype={"A": "bf16", "B": "bfloat8_b"}, weight=1
+    ),
+    "conv8": conv2d(
+        batch=1, in_channels=32, out_channels=48, input_height=9, input_width=9, kernel=3, padding=1,
+        dtype="bfloat8_b",
+    ),
+    "conv4_stem": conv2d(
+        batch=2, in_channels=3, out_channels=20, input_height=11, input_width=11, kernel=7, stride=2, padding=3,
+        dtype="bfloat4_b",
+    ),
+    "conv_mixed": conv2d(
+        batch=1, in_channels=24, out_channels=40, input_height=6, input_width=5, kernel=(3, 1), dtype="bf16",
         weights_dtype="bfloat4_b",
-    )
+    ),
+}  # fmt: skip
 
 
 @pytest.mark.parametrize(("name", "seed"), sorted(UNCHANGED))
 def test_convs_without_groups_and_einsums_pack_bit_for_bit_as_before(name: str, seed: int) -> None:
-    p = _unchanged_problem(name)
+    p = UNCHANGED_PROBLEMS[name]
     packed = random_inputs(p, np.random.default_rng(seed))
     originals = random_inputs(p, np.random.default_rng(seed), pack_blocks=False)
     inputs, units = UNCHANGED[(name, seed)]

@@ -7,15 +7,18 @@ point): the measured rate is reported, and nothing the mapper decides may follow
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 import optuna
+import pytest
 
 from costmodels.protocol import BatchScore, Param, SearchSpace
 from mapper.planning import DEFAULT_INNER, inner_size, resolve_strategy
 from mapper.search import tune
 from mapper.settings import SearchSettings
 from mapper.strategies import split_params
+from tests.mapper.bound_calls import count_structure_bounds
 from tests.mapper.fake_target import FakeMatmulTarget, matmul
 from workload.problem import Problem
 
@@ -193,7 +196,9 @@ def test_structures_are_larger_where_their_cells_decide_what_best_first_scores()
         assert resolve_strategy(s, rngd.space(big), big, rngd).inner_points == inner, strategy
 
 
-def test_an_optuna_search_past_its_budget_bounds_no_structure_for_its_certificate(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_an_optuna_search_past_its_budget_bounds_no_structure_for_its_certificate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The certificate's sweep (every structure not scored, bounded one by one) stops at the search's deadline:
     a tpe search of a trn2 GEMM with a 0.05 s budget bounded 65,536 structures after it stopped (about 3 s)."""
     import mapper.strategies.study as study_mod
@@ -201,26 +206,19 @@ def test_an_optuna_search_past_its_budget_bounds_no_structure_for_its_certificat
 
     target = get_target("trn2")
     problem = matmul(4096, 4096, 4096)
-    calls = {"n": 0, "in_cert": 0}
-    own_bound = type(target).structure_bound
-
-    def counted(self, problem, fixed):  # type: ignore[no-untyped-def]
-        calls["n"] += 1
-        return own_bound(self, problem, fixed)
-
+    calls, in_cert = count_structure_bounds(target, monkeypatch), [0]
     own_certify = study_mod.certify
 
-    def certify(*args, **kw):  # type: ignore[no-untyped-def]
-        before = calls["n"]
+    def certify(*args: Any, **kw: Any) -> Any:
+        before = calls[0]
         cert = own_certify(*args, **kw)
-        calls["in_cert"] += calls["n"] - before
+        in_cert[0] += calls[0] - before
         return cert
 
-    monkeypatch.setattr(type(target), "structure_bound", counted)
     monkeypatch.setattr(study_mod, "certify", certify)
     target.space(problem)  # (prepared outside the budget)
     r = tune(problem, target, SearchSettings(strategy="tpe", max_seconds=0.05), validate=False)
     assert r.stop_reason == "seconds" and r.certificate is not None
-    assert calls["in_cert"] == 0  # past the deadline: the structures left keep the generic bound
+    assert in_cert[0] == 0  # past the deadline: the structures left keep the generic bound
     cert = r.certificate
     assert not cert.complete and cert.unexplored == cert.structures_total - cert.scored - cert.pruned_by_bound

@@ -14,6 +14,7 @@ from mapper.search import tune
 from mapper.settings import SearchSettings
 from mapper.strategies import BestFirst
 from mapper.watch import Watch
+from tests.mapper.bound_calls import count_structure_bounds
 from workload.einsum import einsum
 
 P = einsum("mk,kn->mn", {"m": 512, "k": 768, "n": 384}, weight=1)
@@ -75,21 +76,9 @@ def test_past_deadline_only_inside_a_block_with_a_deadline_that_has_passed() -> 
     assert not past_deadline()  # gone once the block exits
 
 
-def _counting_bounds(t: object, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls = [0]
-    own = type(t).structure_bound  # type: ignore[attr-defined]
-
-    def counted(self: object, problem: object, fixed: dict[str, object]) -> float:
-        calls[0] += 1
-        return own(self, problem, fixed)  # type: ignore[no-any-return]
-
-    monkeypatch.setattr(type(t), "structure_bound", counted)
-    return calls
-
-
 def test_rngd_warm_starts_past_the_deadline_bound_no_structure(monkeypatch: pytest.MonkeyPatch) -> None:
     t = get_target("rngd")
-    calls = _counting_bounds(t, monkeypatch)
+    calls = count_structure_bounds(t, monkeypatch)
     full = t.warm_starts(P)
     assert calls[0] > 10  # without a deadline: every structure of the warm starts' grid bounded
     calls[0] = 0
@@ -102,7 +91,7 @@ def test_rngd_warm_starts_past_the_deadline_bound_no_structure(monkeypatch: pyte
 def test_a_search_past_its_deadline_scores_one_structure_without_bounding_any(monkeypatch: pytest.MonkeyPatch) -> None:
     t = get_target("rngd")
     t.space(P)  # (prepared outside the budget)
-    calls = _counting_bounds(t, monkeypatch)
+    calls = count_structure_bounds(t, monkeypatch)
     r = BestFirst().run(P, t, t.space(P), SearchSettings(), deadline=time.perf_counter() - 1)
     assert r.stop_reason == "seconds" and r.point is not None and r.counts.points_scored > 0
     assert calls[0] == 0  # neither the warm starts' extras nor the filter of the next warm start asked a bound
