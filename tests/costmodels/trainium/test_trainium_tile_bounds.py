@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 from costmodels.registry import get_target
-from costmodels.trainium.bounds import TILE_PARAMS, core_splits, tile_bounds
+from costmodels.trainium import bounds as tile_bound_module
+from costmodels.trainium.bounds import FLOAT_MARGIN, TILE_PARAMS, core_splits, split_cells, tile_bounds
 from costmodels.trainium.scoring import GridScorer, price_grid
 from costmodels.trainium.space import LADDER, build_space, problem_consts
 from costmodels.trainium.subgrid import STRUCTURAL, SubgridScorer
@@ -81,6 +82,42 @@ def test_tile_bounds_are_tight_on_a_compute_bound_gemm() -> None:
     _, bound, best = _sample(t, p, random.Random(0))
     i = int(np.argmin(bound))
     assert bound[i] <= best[i] <= bound[i] * 1.10
+
+
+@pytest.mark.parametrize(
+    ("preset", "problem"),
+    [
+        ("trn2", einsum("bmk,bkn->bmn", {"b": 3, "m": 97, "k": 300, "n": 1000}, dtype="f8e4m3")),
+        ("trn1", einsum("mk,kn->mn", {"m": 4099, "k": 131, "n": 700}, dtype="bf16", weight=1)),
+        ("trn2", conv2d(batch=2, in_channels=40, out_channels=70, input_height=14, input_width=13, kernel=3)),
+    ],
+)
+def test_tile_bounds_a_few_rows_at_a_time_are_the_whole_grids_table(
+    preset: str, problem: Problem, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `tile_bounds` prices `TILE_BOUND_ROWS` tile_stat choices at a time and skips the core splits no (cores, shard)
+    # choice gives with them: the table must be the least over every split of the whole grid, entry for entry
+    t = every_tile_target(preset)
+    space = t.space(problem)
+    consts = lambda r: problem_consts(problem, t.hardware, r, supported=True)  # noqa: E731
+    choices = {q.name: q.choices for q in space.params}
+    assert len(choices["tile_stat"]) > 8  # several row blocks, the last one short
+    whole = np.full(tuple(len(choices[n]) for n in TILE_PARAMS), np.inf)
+    skipped = 0
+    for at, _, latency, _ in split_cells(problem, t.hardware, choices, consts, offchip=False):
+        np.minimum(whole[at], latency, out=whole[at])
+        skipped += bool(np.isinf(latency).all())
+    whole *= 1 - FLOAT_MARGIN
+    assert np.isfinite(whole).any()
+    for rows in (1, 3, 8, 10_000):
+        monkeypatch.setattr(tile_bound_module, "TILE_BOUND_ROWS", rows)
+        got = tile_bounds(problem, t.hardware, space, consts)
+        assert np.array_equal(got, whole), rows
+    # the splits left out give no point with any tiles; a row block gets fewer splits than the whole grid
+    reachable = list(split_cells(problem, t.hardware, choices, consts, offchip=False, reachable=True))
+    every = list(split_cells(problem, t.hardware, choices, consts, offchip=False))
+    assert len(reachable) == len(every) - skipped
+    assert {s for _, s, _, _ in reachable} <= {s for _, s, _, _ in every}
 
 
 def test_core_splits_cover_every_split_within_the_cores() -> None:
