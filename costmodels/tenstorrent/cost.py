@@ -209,7 +209,15 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     w_cb = np.where(height & ~dram, k_full * b_wo * bw, abw_t * t * b_wo * bw * np.where(wdb, 2, 1))
     # the whole output shard stays in L1 when sharded; one output block when streamed to DRAM
     out_shard = np.where(dram, b_ho * b_wo * bo, pm_t * t * b_wo * bo * shape.batches)
-    interm = np.where(kblocks > 1, b_ho * b_wo * np.where(fp32, 4.0, bo), 0.0)
+    # partial sums across K blocks: tt-metal keeps them at partial_dtype = packer_l1_acc ? (fp32_dest_acc_en ?
+    # FLOAT32 : BFLOAT16) : the output's dtype, in the output's own buffer when that is the output's dtype and in a
+    # CB of their own otherwise (conv: `get_cb_info`, MATMUL_PARTIALS `is_globally_allocated` when partial_dtype ==
+    # output_datatype, conv2d_op_program_factory_common.cpp @003324fc; matmul: interm0_df, "Share buffer if same
+    # data format"). The model keeps the partials of several K blocks in its accumulator (packer L1 accumulation:
+    # f32, or bf16 where bf16 accumulation is allowed), so they take L1 of their own only beside an output of
+    # another format (the supported formats differ in size: bf16 2, f32 4, bfloat8_b 1.0625, bfloat4_b 0.5625 B)
+    part = np.where(fp32, 4.0, 2.0)
+    interm = np.where((kblocks > 1) & (part != bo), b_ho * b_wo * part, 0.0)
     # act_block_h sets the activation CB; double buffering keeps two blocks (tenstorrent-conv2d.md,
     # enable_act_double_buffer: "if enough memory is available"). A requested double buffer that does
     # not fit beside the other buffers is dropped (one block, the reader no longer overlaps compute),

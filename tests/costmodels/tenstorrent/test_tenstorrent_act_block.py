@@ -15,8 +15,9 @@ from tests.costmodels.tenstorrent.points import BASE
 from workload.conv2d import conv2d
 
 T = get_target("wormhole-n150")
-# 3x3 conv, 32 -> 64 channels at 56x56, height sharded over 2 cores: 49 output tiles (1568 rows) per core
-CONV = conv2d(batch=1, in_channels=32, out_channels=64, input_height=56, input_width=56, kernel=3, padding=1)
+# 3x3 conv, 32 -> 128 channels at 56x56, height sharded over 2 cores: 49 output tiles (1568 rows) per core; its f32
+# output shard (784 KiB) holds the partial sums too (f32 accumulation: no partials CB of their own)
+CONV = conv2d(batch=1, in_channels=32, out_channels=128, input_height=56, input_width=56, kernel=3, padding=1)
 POINT: dict[str, Any] = {**BASE, "layout": "height/2"}
 # one act block: act_block_h rows x act_block_w = round_up(Cin * Kw, 32) = 96 columns (one Kh block), bf16
 ACT_W, BF16 = 96, 2

@@ -197,3 +197,42 @@ def test_weight_on_the_first_input_is_priced_as_the_weight() -> None:
     b = einsum("mk,kn->mn", {"m": 64, "k": 64, "n": 64}, dtype={"A": "f32", "B": "bf16"}, weight=1)
     assert (tt_shape(a, 32).w_bytes, tt_shape(a, 32).in_bytes) == (4.0, 2.0)
     assert (tt_shape(b, 32).w_bytes, tt_shape(b, 32).in_bytes) == (2.0, 4.0)
+
+
+@pytest.mark.parametrize("out", ["bf16", "f32"])
+@pytest.mark.parametrize("fp32_acc", [True, False])
+@pytest.mark.parametrize("in0_block_w", [4, 32])
+def test_partials_take_l1_of_their_own_only_beside_an_output_of_another_format(
+    out: str, fp32_acc: bool, in0_block_w: int
+) -> None:
+    # tt-metal keeps the partial sums of several K blocks at partial_dtype = packer_l1_acc ? (fp32_dest_acc_en ?
+    # FLOAT32 : BFLOAT16) : the output dtype, over the output's own buffer when the two formats agree and in a CB of
+    # their own otherwise (conv2d_op_program_factory_common.cpp `get_cb_info` @003324fc: MATMUL_PARTIALS
+    # is_globally_allocated when partial_dtype == output_datatype; the matmul factories' interm0 CB, "Share buffer if
+    # same data format"). Per core here: 4 x 4 output tiles, K = 32 tiles in blocks of in0_block_w, single buffers.
+    t = get_target("wormhole-n150", {"bf16_accumulation": True})
+    p = einsum("mk,kn->mn", {"m": 1024, "k": 1024, "n": 1024}, dtype="bf16", out_dtype=out, weight="B")
+    knobs = {**DRAM, "act_block_h": 128, "in0_block_w": in0_block_w, "out_subblock": "1x4", "fp32_acc": fp32_acc,
+             "act_double_buffer": False, "weights_double_buffer": False}  # fmt: skip
+    knobs.pop("act_block_h_rank", None)
+    m = t.mapping(p, knobs)
+    assert t.check(p, m) == []
+    out_bytes = dtypes.info(out).bytes
+    act, weights, output = 128 * in0_block_w * 32 * BF16, in0_block_w * 32 * 128 * BF16, 128 * 128 * out_bytes
+    part = 4 if fp32_acc else BF16
+    partials = 128 * 128 * part if in0_block_w < 32 and part != out_bytes else 0
+    assert t.cost(p, m).footprint_bytes == act + weights + output + partials
+
+
+def test_a_published_bf16_accumulation_config_fits_l1() -> None:
+    # tt-metal's GEMM benchmark (tests/ttnn/unit_tests/benchmarks/test_benchmark.py, 4096^3 from DRAM on an 8x8 grid:
+    # per core 16 x 16 output tiles, in0_block_w 4, out_subblock 1x8, HiFi2, fp32_dest_acc_en off, bf16 output): its
+    # partials share the output block: the 512 KiB output block and double-buffered 128 KiB activation and weight
+    # blocks, 1024 KiB of L1 (refused before at 1408 KiB: a 512 KiB partials CB of its own, one activation block)
+    t = get_target("wormhole-n150", {"fidelities": ["HiFi2", "HiFi4"], "bf16_accumulation": True})
+    p = einsum("mk,kn->mn", {"m": 4096, "k": 4096, "n": 4096}, dtype="bf16", out_dtype="bf16", weight="B")
+    knobs = {**DRAM, "act_block_h": 512, "out_subblock": "1x8", "math_fidelity": "HiFi2", "fp32_acc": False}
+    knobs.pop("act_block_h_rank", None)
+    m = t.mapping(p, knobs)
+    assert t.check(p, m) == []
+    assert t.cost(p, m).footprint_bytes == (512 + 2 * 128 + 2 * 128) * 1024
