@@ -239,10 +239,15 @@ def _layout_stats(shape: TTShape, grid_x: int, grid_y: int, layout: str) -> Layo
     kind, r, c = parsed
     if r < 1 or c < 1:
         return _with(bad, error=f"layout {layout} needs positive core counts")
+    # (a grid a vendor's configuration assumes, e.g. Blackhole's 13x10 before firmware v19.5.0, is an override)
+    grid = f"override grid_x and grid_y for another grid (this target's: grid_x={grid_x}, grid_y={grid_y})"
     if r * c > cores:
-        return _with(bad, error=f"layout {layout} uses {r * c} cores, the grid has {cores}: use fewer")
+        return _with(bad, error=f"layout {layout} uses {r * c} cores, the grid has {cores}: use fewer, or {grid}")
     if kind == "block" and (r > grid_y or c > grid_x):
-        return _with(bad, error=f"block layout {r}x{c} does not fit the {grid_y}x{grid_x} grid: use fewer rows/columns")
+        return _with(
+            bad,
+            error=f"block layout {r}x{c} does not fit the {grid_y}x{grid_x} grid: use fewer rows/columns, or {grid}",
+        )
     t = shape.tile
     ci, kh, kw = padded_in_channels(shape, kind, c), shape.kh, shape.kw
     # input channels split over c columns, padded to c times ttnn's alignment (`padded_in_channels`; the

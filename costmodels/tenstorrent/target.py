@@ -147,6 +147,11 @@ class TenstorrentTarget(FamilyTarget[TTPrepared]):
                 f"dram-interleaved: {int(a['kblocks'])} K blocks of {int(a['abw_t'])} tiles, weights re-read "
                 f"{int(a['nbh'])}x (once per output block along the rows)"
             )
+        else:  # (a published sharded config's in0_block_w is not what K runs in here: say so)
+            notes.append(
+                f"l1-sharded: K in the layout's {int(a['kblocks'])} blocks of {int(a['abw_t'])} tiles (its channel "
+                "shards and act_block_w_div; in0_block_w sets the K blocks of dram-interleaved only)"
+            )
         if a["act_db_lost"]:
             notes.append(
                 f"act double buffering requested but dropped: two {int(point['act_block_h'])}-row activation blocks "

@@ -62,13 +62,27 @@ def l1_floor(shape: TTShape, hw: TensixHardware) -> str | None:
     )
 
 
+#: codes whose test reads the layout's grid, shard or block fields: an unusable layout has placeholder fields, so
+#: after a ``layout`` violation these say nothing true (a 10x13 grid on a 110-core part was also told its 65 channel
+#: tiles sat on "1 core column") and are left out until the layout is fixed
+LAYOUT_DERIVED = frozenset(
+    {"channel-split", "act-block-h", "act-block-w-div", "dst-capacity", "subblock-divides", "subblock-shape",
+     "l1-paper", "l1-capacity"}
+)  # fmt: skip
+
+
 def violations(shape: TTShape, hw: TensixHardware, point: dict[str, Choice], ev: Evaluation) -> list[Violation]:
-    """One violation per failed constraint of the single point evaluated in `ev`."""
+    """One violation per failed constraint of the single point evaluated in `ev` (with an unusable layout, only the
+    constraints that do not depend on it beside it: `LAYOUT_DERIVED`)."""
     a = {k: float(v[0]) for k, v in ev.a.items()}
     s = layout_stats(shape, hw, str(point["layout"]))
     out: list[Violation] = []
+    bad_layout = not bool(ev.ok["layout"][0])
+    no_subblock = a["sb_h"] != a["sb_h"]  # (NaN: out_subblock is not HxW; one reason says so, `_message`)
     for code in MAPPING_CODES:
-        if bool(ev.ok[code][0]):
+        if bool(ev.ok[code][0]) or (bad_layout and code in LAYOUT_DERIVED):
+            continue
+        if no_subblock and code in ("subblock-divides", "subblock-shape"):
             continue
         out.append(Violation(code=code, message=_message(code, shape, hw, point, a, s.error)))
     return out
@@ -138,6 +152,11 @@ def _message(code: str, shape: TTShape, hw: TensixHardware, p: dict[str, Choice]
             "fp32_acc is off, so partial sums would accumulate in the 16-bit destination register, but the problem "
             "declares f32 accumulation: set fp32_acc, or override the preset setting bf16_accumulation to true to "
             "accept the precision loss"
+        )
+    if code in ("dst-capacity", "subblock-divides", "subblock-shape") and a["sb_h"] != a["sb_h"]:  # NaN: no HxW
+        return (
+            f"out_subblock {str(p['out_subblock'])[:40]!r} is not a sub-block HxW of positive tile counts: give "
+            "one such as '1x4' (ttnn's sub-block sizes: hardware-facts.md §4.2 step 2)"
         )
     if code == "dst-capacity":
         acc = "with fp32 accumulation " if p["fp32_acc"] else ""

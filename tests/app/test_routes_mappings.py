@@ -134,6 +134,63 @@ def test_point_value_outside_the_choices_lists_them(client: TestClient, value: A
     assert all(str(c) in body["detail"] for c in choices)
 
 
+#: tt-metal's GEMM benchmark point on wormhole (tests/ttnn/unit_tests/benchmarks/test_benchmark.py: 1024^3 on an 8x8
+#: grid, in0_block_w 4, a published sub-block) in the target's own knobs: act_block_h and out_subblock, where the
+#: space offers ranks of them
+KNOB_POINT = {
+    "layout": "block/8x8", "memory": "l1-sharded", "act_block_h": 128, "act_block_w_div": 1, "in0_block_w": 4,
+    "out_subblock": "1x4", "act_double_buffer": True, "weights_double_buffer": True, "split_reader": False,
+    "math_fidelity": "HiFi4", "fp32_acc": True,
+}  # fmt: skip
+GEMM_1K = {"kind": "einsum", "expr": "mk,kn->mn", "sizes": {"m": 1024, "k": 1024, "n": 1024}, "weight": 1}
+
+
+def test_a_point_of_the_targets_own_knobs_is_priced(client: TestClient) -> None:
+    body = {"problem": GEMM_1K, "target": "wormhole-n150", "point": KNOB_POINT}
+    r = client.post("/v1/mappings/evaluate", json=body)
+    assert r.status_code == 200, r.text
+    got = r.json()
+    t, p = get_target("wormhole-n150"), problem_from_dict(GEMM_1K)
+    m = t.mapping(p, KNOB_POINT)
+    assert got["feasible"] and got["point"] is None  # (not a point of the space)
+    assert got["mapping"]["knobs"] == m.knobs
+    assert got["cost"]["cycles"] == t.cost(p, m).cycles
+    # a knob value the hardware rules out is a violation, as for any point
+    bad = client.post("/v1/mappings/evaluate", json={**body, "point": {**KNOB_POINT, "act_block_h": 100}}).json()
+    assert not bad["feasible"] and "act-block-h" in [v["code"] for v in bad["violations"]]
+    # an out_subblock that is not HxW says so once
+    odd = client.post("/v1/mappings/evaluate", json={**body, "point": {**KNOB_POINT, "out_subblock": "ab"}}).json()
+    assert [v["code"] for v in odd["violations"]] == ["dst-capacity"] and "'1x4'" in odd["violations"][0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "says"),
+    [
+        ({"bogus": 1}, "point.bogus", "nor a knob"),
+        ({"act_block_h": "128"}, "point.act_block_h", "JSON integer"),
+        ({"fp32_acc": "false"}, "point.fp32_acc", "JSON boolean"),
+        ({"act_block_h": [128]}, "point.act_block_h", "is a JSON array"),
+        ({"layout": None}, "point.layout", "JSON string"),
+    ],
+)
+def test_a_knob_point_that_is_wrong_is_422_naming_the_knob(
+    client: TestClient, change: dict[str, Any], field: str, says: str
+) -> None:
+    point = {**KNOB_POINT, **change}
+    body = _unprocessable(
+        client.post("/v1/mappings/evaluate", json={"problem": GEMM_1K, "target": "wormhole-n150", "point": point})
+    )
+    assert body["field"] == field and says in body["detail"], body
+
+
+def test_a_knob_point_without_a_knob_names_it(client: TestClient) -> None:
+    point = {k: v for k, v in KNOB_POINT.items() if k != "layout"}
+    body = _unprocessable(
+        client.post("/v1/mappings/evaluate", json={"problem": GEMM_1K, "target": "wormhole-n150", "point": point})
+    )
+    assert body["field"] == "point.layout" and "layout" in body["hint"]
+
+
 def test_point_missing_a_parameter_is_named(client: TestClient) -> None:
     point = _warm("ascend-a5", GEMM)
     del point["core_grid"]

@@ -12,6 +12,7 @@ from app.api.deps import SettingsDep
 from app.api.engine_support import (
     clock_hz,
     guarded,
+    knob_mapping,
     make_target,
     require_mapping_of,
     require_target,
@@ -88,10 +89,13 @@ def evaluate(
         )  # fmt: skip
     bound = guarded(target, "bound", lambda: target.lower_bound(problem), what="problem")
     point = None
-    if req.point is not None:
+    knobbed = None if req.point is None else knob_mapping(target, problem, req.point)
+    if knobbed is not None:  # the target's own knobs, not a point of its space (a published configuration)
+        mapping: Mapping = knobbed
+    elif req.point is not None:
         point = resolve_point(target, problem, req.point)
         chosen = point
-        mapping: Mapping = guarded(target, "map", lambda: target.mapping(problem, chosen), what="point")
+        mapping = guarded(target, "map", lambda: target.mapping(problem, chosen), what="point")
     else:
         assert req.mapping is not None
         mapping = req.mapping

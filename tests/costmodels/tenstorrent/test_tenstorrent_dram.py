@@ -236,3 +236,19 @@ def test_a_published_bf16_accumulation_config_fits_l1() -> None:
     m = t.mapping(p, knobs)
     assert t.check(p, m) == []
     assert t.cost(p, m).footprint_bytes == (512 + 2 * 128 + 2 * 128) * 1024
+
+
+def test_l1_sharded_k_blocks_come_from_the_layout_and_the_report_says_so() -> None:
+    # a sharded GEMM runs K in its layout's channel shards: a published sharded config's in0_block_w does not change
+    # the price, and the report names the K blocks used (block/8x8 on 1024^3: K = 32 tiles over 8 columns)
+    p = einsum("mk,kn->mn", {"m": 1024, "k": 1024, "n": 1024}, dtype="bf16", weight=1)
+    costs = []
+    for kb in (1, 2, 4):
+        m = T.mapping(p, {**BASE, "layout": "block/8x8", "in0_block_w": kb})
+        assert T.check(p, m) == []
+        rep = T.cost(p, m)
+        costs.append(rep.cycles)
+        assert any("l1-sharded: K in the layout's 8 blocks of 4 tiles" in n for n in rep.notes), rep.notes
+    assert len(set(costs)) == 1
+    dram = T.cost(p, T.mapping(p, {**DRAM, "in0_block_w": 4}))
+    assert not any(n.startswith("l1-sharded") for n in dram.notes)
