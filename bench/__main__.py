@@ -17,6 +17,7 @@ ALL = (
     "health_latency",
     "read_path",
     "budget_overrun",
+    "published_configs",
 )
 
 
