@@ -4,7 +4,8 @@
 same output; several ``--target``s make a comparison, one row per target. ``mapper serve`` starts
 the service (API and workers), ``mapper worker`` one more worker; ``status``, ``watch`` and
 ``cancel`` follow and stop the service's jobs; ``targets`` and ``workloads`` list what can be tuned;
-``validate FILE`` runs a mapping in the executor here, without the service's limits.
+``evaluate FILE`` prices a point (the target's parameters or its own knobs) or a mapping, ``validate FILE`` runs a
+mapping in the executor, both here and without the service's limits.
 
 Standard output carries the result (tables, or JSON with ``--json``); job ids, progress bars (on a
 terminal only), failure reasons and baseline verdicts go to standard error.
@@ -26,9 +27,9 @@ The codes are those of ``tune`` and ``watch``; ``status``, ``cancel`` and the li
 Errors a user can fix print one line ``error: ...`` and never a traceback.
 """
 
-from app.cli import validate_cmd  # registers `mapper validate` on the app
+from app.cli import evaluate_cmd, validate_cmd  # register `mapper evaluate` and `mapper validate` on the app
 from app.cli.commands import app, main
 from app.cli.common import EXIT_CODES
 from app.cli.inputs import parse_overrides, read_problem_file
 
-__all__ = ["EXIT_CODES", "app", "main", "parse_overrides", "read_problem_file", "validate_cmd"]
+__all__ = ["EXIT_CODES", "app", "evaluate_cmd", "main", "parse_overrides", "read_problem_file", "validate_cmd"]

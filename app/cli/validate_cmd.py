@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import yaml
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from app.api.schemas_engine import ValidateRequest
 
 
-def read_validate_request(file: Path) -> ValidateRequest:
-    """The request body in `file` (JSON or YAML); a `UsageError` saying what is wrong otherwise."""
+def read_body(file: Path, route: str) -> dict[str, Any]:
+    """The request body of `route` in `file` (JSON or YAML); a `UsageError` saying what is wrong otherwise."""
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
@@ -34,9 +34,15 @@ def read_validate_request(file: Path) -> ValidateRequest:
         data = yaml.safe_load(text) if file.suffix.lower() in (".yaml", ".yml") else json.loads(text)
     except (json.JSONDecodeError, yaml.YAMLError) as e:
         what = f"{file.name} is not {'YAML' if file.suffix.lower() in ('.yaml', '.yml') else 'JSON'}"
-        raise UsageError(f"{what} ({' '.join(str(e).split())}); give the body of POST /v1/mappings/validate") from None
+        raise UsageError(f"{what} ({' '.join(str(e).split())}); give the body of {route}") from None
     if not isinstance(data, dict):
-        raise UsageError(f"{file.name} holds no object; give the body of POST /v1/mappings/validate")
+        raise UsageError(f"{file.name} holds no object; give the body of {route}")
+    return data
+
+
+def read_validate_request(file: Path) -> ValidateRequest:
+    """The request body in `file` (JSON or YAML); a `UsageError` saying what is wrong otherwise."""
+    data = read_body(file, "POST /v1/mappings/validate")
     from app.api.schemas_engine import ValidateRequest  # (the service's schemas: imported by this command only)
 
     return ValidateRequest.model_validate(data)
