@@ -160,11 +160,19 @@ def row_gaps(front: np.ndarray, rows: np.ndarray, block: int = 4096) -> np.ndarr
     positive = (front > 0).all() and front.shape[1] == 2
     easy = (rows > 0).all(axis=1) & np.isfinite(rows).all(axis=1) if positive else np.zeros(len(rows), dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # (a ratio beyond float range: inf)
+        stairs = front[pareto_front(front)] if easy.any() else front[:0]
+        stairs = stairs[np.argsort(stairs[:, 0], kind="stable")]
+        keys = stairs[:, 0] / stairs[:, 1]
+        # the search needs every slope f1 / f2 (and r1 / r2) a finite positive number, rising strictly along the
+        # staircase: values near the float limits (a subnormal under a large one) round them to 0, inf or ties,
+        # and those rows take the comparison with every front row
+        if not (np.isfinite(keys).all() and (keys > 0).all() and (np.diff(keys) > 0).all()):
+            easy[:] = False
+        with_keys = rows[:, 0] / np.where(easy, rows[:, 1], 1.0)
+        easy &= np.isfinite(with_keys) & (with_keys > 0)
         if easy.any():
-            stairs = front[pareto_front(front)]
-            stairs = stairs[np.argsort(stairs[:, 0], kind="stable")]
             r = rows[easy]
-            k = np.searchsorted(stairs[:, 0] / stairs[:, 1], r[:, 0] / r[:, 1])
+            k = np.searchsorted(keys, r[:, 0] / r[:, 1])
             n = len(stairs)
             both = [np.maximum(stairs[np.clip(i, 0, n - 1)] / r, 1.0).max(axis=1) for i in (k, k - 1)]
             out[easy] = np.minimum(both[0], both[1]) - 1.0

@@ -102,7 +102,8 @@ def _first_feasible(target_name: str, key: str) -> tuple[dict[str, Choice], dict
 
 
 def evaluate_examples() -> dict[str, dict[str, Any]]:
-    """Bodies for POST /v1/mappings/evaluate: a point for each example, a mapping for two, one infeasible point."""
+    """Bodies for POST /v1/mappings/evaluate: a point for each example, a mapping for two, a vendor's configuration in
+    its target's own knobs, one infeasible point."""
     out: dict[str, dict[str, Any]] = {}
     for key, summary, target, problem in PROBLEMS:
         point, mapping = _first_feasible(target, key)
@@ -115,6 +116,19 @@ def evaluate_examples() -> dict[str, dict[str, Any]]:
                 "summary": f"{summary}: a loop-nest mapping",
                 "value": {"problem": problem, "target": target, "mapping": mapping},
             }
+    out["published_tensix_knobs"] = {
+        "summary": "A configuration tt-metal publishes (its GEMM benchmark, 1024^3 on an 8x8 grid), in the target's "
+        "own knobs: act_block_h and out_subblock",
+        "value": {
+            "problem": {"kind": "einsum", "expr": "mk,kn->mn", "sizes": {"m": 1024, "k": 1024, "n": 1024},
+                        "dtype": "bf16", "weight": "B"},
+            "target": "wormhole-n150",
+            "point": {"layout": "block/8x8", "memory": "l1-sharded", "act_block_h": 128, "act_block_w_div": 1,
+                      "in0_block_w": 4, "out_subblock": "1x4", "act_double_buffer": True,
+                      "weights_double_buffer": True, "split_reader": False, "math_fidelity": "HiFi4",
+                      "fp32_acc": True},
+        },
+    }  # fmt: skip
     key, summary, target, problem = PROBLEMS[0]
     point, _ = _first_feasible(target, key)
     out["rngd_override_infeasible"] = {

@@ -231,7 +231,9 @@ class EvaluateRequest(BaseModel):
     target: TargetName = Field(description="a target preset (GET /v1/targets)")
     overrides: dict[str, JsonValue] = Field(default_factory=dict, description="hardware preset overrides")
     point: dict[str, JsonValue] | None = Field(
-        default=None, description="a value for every parameter of the target's search space, by name"
+        default=None,
+        description="a value for every parameter of the target's search space, by name; or the target's own knobs "
+        "(as in a result's mapping.knobs), e.g. a configuration a vendor publishes",
     )
     mapping: Mapping | None = Field(default=None, description="a loop-nest mapping (the IR of costmodels.ir)")
 

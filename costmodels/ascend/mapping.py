@@ -9,6 +9,7 @@ The vector nest: ``vcores`` (spatial) > ``blocks`` > ``tile`` (one UB tile).
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -69,8 +70,34 @@ def _loops(nest: GroupNest, level: int, spatial: bool = False) -> list[Loop]:
     ]
 
 
+def point_errors(point: dict[str, Choice], names: tuple[str, ...]) -> list[str]:
+    """Why `point` is not a point of the cube (`CUBE_PARAMS`) or vector (`VECTOR_PARAMS`) space the builders can read
+    (empty when it is): each of `names` present, the sizes whole and at least 1, double_buffer a boolean."""
+    errs = [f"{n} is missing" for n in names if n not in point]
+    for n in names:
+        v = point.get(n)
+        if n not in point or n == "core_grid":  # (the grid's own parser says what is wrong with it)
+            continue
+        if n == "double_buffer":
+            if not isinstance(v, bool | np.bool_):
+                errs.append(f"double_buffer={v!r} must be true or false")
+        elif isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Integral) or int(v) < 1:
+            errs.append(f"{n}={v!r} must be a whole number of at least 1")
+    return errs
+
+
+def _readable(point: dict[str, Choice], names: tuple[str, ...]) -> None:
+    errs = point_errors(point, names)
+    if errs:
+        raise ValueError(f"not a point of this target: {'; '.join(errs)}")
+
+
 def cube_mapping(s: CubeSetup, preset: str, point: dict[str, Choice]) -> Mapping:
-    """The loop nest of one point; knobs carry the point and the PTO tile types it declares."""
+    """The loop nest of one point; knobs carry the point and the PTO tile types it declares.
+
+    Raises:
+        ValueError: the point is not one it can read (`point_errors`, or a core grid that is not BxMxN)."""
+    _readable(point, CUBE_PARAMS)
     ns = cube_nests(s, point)
     hw = s.hw
     rows, cols = _loops(ns.b, 1) + _loops(ns.m, 3), _loops(ns.n, 3)
@@ -100,7 +127,11 @@ def cube_mapping(s: CubeSetup, preset: str, point: dict[str, Choice]) -> Mapping
 
 
 def vector_mapping(s: VectorSetup, preset: str, point: dict[str, Choice]) -> Mapping:
-    """The loop nest of one point; knobs carry the point and the tile types it declares."""
+    """The loop nest of one point; knobs carry the point and the tile types it declares.
+
+    Raises:
+        ValueError: the point is not one it can read (`point_errors`)."""
+    _readable(point, VECTOR_PARAMS)
     rn = nest_group(s.rows_axes, (int(point["row_block"]), s.hw.aiv_cores))
     cn = nest_group(s.cols_axes, (int(point["col_block"]),))
 

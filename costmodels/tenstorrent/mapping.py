@@ -38,7 +38,16 @@ def build_mapping(
     ``tile`` (what one core's matrix unit runs per step). Padding on reduced axes is zero-filled:
     ttnn pads channels and K with zeros to whole tiles.
     """
-    point = resolve_point(shape, hw, point)
+    try:
+        point = resolve_point(shape, hw, point)
+    except KeyError as e:  # (a space point without one of its parameters)
+        raise ValueError(f"not a point of this target: {e.args[0]} missing") from None
+    missing = [k for k in PARAMS if k not in point]
+    if missing:
+        raise ValueError(
+            f"not a point of this target: {', '.join(missing)} missing (give every knob: {', '.join(PARAMS)}; or a "
+            "point of the space, with act_block_h_rank and subblock_rank)"
+        )
     gv = gemm_view(problem)
     s = layout_stats(shape, hw, str(point["layout"]))
     abh_t = max(1, int(point["act_block_h"]) // shape.tile)

@@ -190,7 +190,7 @@ def _message(code: str, shape: TTShape, hw: TensixHardware, p: dict[str, Choice]
             f"{_kib(hw.l1_free_bytes)} of free L1 (tenstorrent-conv2d.md, single-core constraint): {fix}"
         )
     parts = {
-        "halo buffer": a["halo_buf"],
+        "halo buffer" if shape.conv is not None else "input shard": a["halo_buf"],
         "activation CB": a["act_cb"],
         "weight CB": a["w_cb"],
         "output block" if dram else "output shard": a["out_shard"],

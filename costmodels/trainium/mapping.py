@@ -15,6 +15,7 @@ Levels, outermost first (costmodels.trainium.nest.LEVELS):
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 
@@ -34,8 +35,39 @@ def _loops(roles: Roles, splits: dict[str, RoleSplit], order: str, level: str, s
     return out
 
 
+#: the point's whole-number parameters: each at least 1
+POSITIVE = ("tile_stat", "tile_mov", "tile_k", "block_stat", "block_mov", "block_k", "cores")
+
+
+def point_errors(point: dict[str, object]) -> list[str]:
+    """Why `point` is not a point `build_mapping` can read (empty when it is): each parameter present, the sizes and
+    core counts whole and positive, the loop order a permutation of s, m and k, the shard a role or a pair of roles."""
+    errs = [f"{n} is missing" for n in (*POSITIVE, "stationary", "order", "acc", "shard") if n not in point]
+    for name in POSITIVE:
+        v = point.get(name)
+        if name in point and (isinstance(v, bool) or not isinstance(v, numbers.Integral) or int(v) < 1):
+            errs.append(f"{name}={v!r} must be a whole number of at least 1")
+    if "order" in point and sorted(str(point["order"])) != ["k", "m", "s"]:
+        errs.append(f"order={str(point['order'])[:20]!r} must be a permutation of s, m and k (e.g. 'smk')")
+    if "stationary" in point and point["stationary"] not in ("weight", "other"):
+        errs.append(f"stationary={point['stationary']!r} must be 'weight' or 'other'")
+    if "acc" in point and point["acc"] not in ("psum", "sbuf"):
+        errs.append(f"acc={point['acc']!r} must be 'psum' or 'sbuf'")
+    shard = str(point.get("shard", "m"))
+    if not (shard in ("b", "s", "m") or (len(shard) >= 3 and shard[0] in "bsm" and shard[-1] in "bsm"
+                                         and shard[0] != shard[-1] and shard[1:-1].isdigit())):  # fmt: skip
+        errs.append(f"shard={shard[:20]!r} must be a role (b, s or m) or a pair such as 'm2s'")
+    return errs
+
+
 def build_mapping(problem: Problem, preset: str, point: dict[str, object]) -> Mapping:
-    """The loop nest of one point of the space (see the module docstring for the levels)."""
+    """The loop nest of one point of the space (see the module docstring for the levels).
+
+    Raises:
+        ValueError: the point is not one it can read (`point_errors`)."""
+    errs = point_errors(point)
+    if errs:
+        raise ValueError(f"not a point of this target: {'; '.join(errs)}")
     roles = roles_of(problem, str(point["stationary"]))
     splits = role_splits(problem, roles, point)
     order = str(point["order"])

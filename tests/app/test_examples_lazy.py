@@ -22,4 +22,4 @@ def test_examples_are_computed_with_the_document_not_at_start_up() -> None:
     before, after, evaluate, validate = (int(x) for x in out.stdout.split())
     assert before == 0  # creating the app found no warm start
     assert after == 4  # the document did: one per example problem
-    assert evaluate == 7 and validate == 4  # a point each, two mappings, one override; a mapping each
+    assert evaluate == 8 and validate == 4  # a point each, two mappings, a knob point, one override; a mapping each

@@ -181,3 +181,11 @@ def test_a_front_cut_short_anywhere_has_an_admissible_gap(
     found = np.array([[q.values[o] for o in objectives] for q in r.pareto])
     need = float(row_gaps(found, whole).max())
     assert need <= (1 + cert.front_gap) * (1 + RTOL) - 1 + 1e-12, (need, cert.front_gap)
+
+
+def test_row_gaps_near_the_float_limits_take_the_comparison_with_every_front_point() -> None:
+    # subnormal values under 1 make the staircase's slopes f1 / f2 overflow to inf (ties): the search along it
+    # then picked the wrong neighbour (a gap of 4.5e12 where the definition gives 1, found by the property above)
+    front = np.array([[1.0, 2.225073858507e-311], [2.0, 5e-324], [0.5, 1.0]])  # (hypothesis's shrunk case, and more)
+    rows = np.array([[1.0, 5e-324], [1.0, 1.0], [3.0, 1e-300], [0.25, 2.0]])
+    np.testing.assert_allclose(row_gaps(front, rows), brute_gaps(front, rows), rtol=1e-12, atol=1e-12)

@@ -52,3 +52,29 @@ def test_smaller_act_block_keeps_double_buffering_and_is_faster() -> None:
     assert not any("dropped" in n for n in db.notes)
     _, whole = priced(act_block_h_rank=0, act_double_buffer=True)
     assert db.cycles < whole.cycles  # so the smaller act_block_h is the better choice here
+
+
+def test_a_height_sharded_matmul_reads_its_blocks_in_place() -> None:
+    # tt-metal's 1D matmul gives in0's CB the input shard's own memory (in0_CB_tiles = num_blocks * per_core_M *
+    # in0_block_w, globally allocated on the shard): L1 holds the shard, the weights, the output and no activation CB
+    # beside them (Falcon-7B's attention QK^T V slice: 18176 x 1024 rows over 57 cores, 320 per core)
+    from workload.einsum import einsum
+
+    t = get_target("wormhole-n150", {"fidelities": ["HiFi2", "HiFi4"], "bf16_accumulation": True})
+    p = einsum("mk,kn->mn", {"m": 18176, "k": 1024, "n": 64}, dtype="bf16", weight="B", out_dtype="bf16")
+    point = {**BASE, "layout": "height/57", "act_block_h": 320, "in0_block_w": 32, "out_subblock": "1x2",
+             "math_fidelity": "HiFi2", "fp32_acc": False, "act_double_buffer": True}  # fmt: skip
+    for rank in ("act_block_h_rank", "subblock_rank"):
+        point.pop(rank)
+    m = t.mapping(p, point)
+    assert t.check(p, m) == []
+    shard, weights, output = 320 * 1024 * BF16, 1024 * 64 * BF16, 320 * 64 * BF16
+    assert t.cost(p, m).footprint_bytes == shard + weights + output
+    # over L1 on fewer cores, the reason names the matmul's input shard (a conv's is its halo buffer)
+    over = t.check(p, t.mapping(p, {**point, "layout": "height/8", "act_block_h": 2272}))
+    cap = next(v for v in over if v.code == "l1-capacity")
+    assert "input shard" in cap.message and "halo" not in cap.message
+    # a conv's im2col blocks are built from the halo buffer: its activation CB stays
+    _, conv = priced(act_block_h_rank=1, act_double_buffer=False)
+    _, conv_db = priced(act_block_h_rank=1, act_double_buffer=True)
+    assert conv_db.footprint_bytes > conv.footprint_bytes
