@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import logging
 import math
+import numbers
 from collections.abc import Callable
 from functools import cache, lru_cache
 from typing import Any, TypeVar
+
+import numpy as np
 
 from app.api.errors import NotFound, Unprocessable
 from app.api.schemas_engine import (
@@ -267,8 +270,17 @@ def _show(choices: tuple[Choice, ...], limit: int = 40) -> str:
 
 
 def _json_type(value: object) -> str:
-    kinds = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
-    return kinds.get(type(value), "null" if value is None else type(value).__name__)
+    """The JSON kind of `value` (numpy scalars as their Python kind)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool | np.bool_):
+        return "boolean"
+    if isinstance(value, numbers.Integral):
+        return "integer"
+    if isinstance(value, numbers.Real):
+        return "number"
+    kinds = {str: "string", list: "array", dict: "object"}
+    return next((name for kind, name in kinds.items() if isinstance(value, kind)), type(value).__name__)
 
 
 def knob_mapping(target: Target, problem: Problem, point: dict[str, Any]) -> Mapping | None:
@@ -296,7 +308,8 @@ def knob_mapping(target: Target, problem: Problem, point: dict[str, Any]) -> Map
             parameters=params,
         )
     for k, v in point.items():
-        if type(v) is not type(knobs[k]):
+        kind, wanted = _json_type(v), _json_type(knobs[k]) if k in knobs else None
+        if wanted is not None and kind != wanted and (kind, wanted) != ("integer", "number"):
             raise Unprocessable(
                 f"point.{k}={json.dumps(v)[:60]} is a JSON {_json_type(v)}; {target.name}'s knob {k} takes a JSON "
                 f"{_json_type(knobs[k])} (e.g. {json.dumps(knobs[k])})",
