@@ -89,13 +89,31 @@ TILE_PARAMS: tuple[str, ...] = ("stationary", "tile_stat", "tile_mov", "tile_k")
 
 
 def role_tiles(sizes: list[int], caps: tuple[Choice, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """(elements per instruction tile, tile count) of a role for each tile cap (`nest.split_inner`, rule T1)."""
+    """(elements per instruction tile, tile count) of a role for each tile cap (`nest.split_inner`, rule T1).
+
+    Read-only arrays, kept per (sizes, caps): `tile_bounds` asks for the same roles once per block of rows."""
+    return _role_tiles(tuple(sizes), tuple(int(c) for c in caps))
+
+
+@lru_cache(maxsize=1 << 10)  # bounded: a service sees many problems
+def _role_tiles(sizes: tuple[int, ...], caps: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     elems, counts = [], []
     for cap in caps:
-        tile = split_inner(sizes, int(cap))
+        tile = split_inner(list(sizes), cap)
         elems.append(math.prod(tile))
         counts.append(math.prod(-(-s // t) for s, t in zip(sizes, tile, strict=True)))
-    return np.asarray(elems, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+    out = np.asarray(elems, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+    for a in out:
+        a.flags.writeable = False
+    return out
+
+
+@lru_cache(maxsize=1 << 10)  # bounded: a service sees many problems
+def _role_chips(sizes: tuple[int, ...], caps: tuple[int, ...], cores: int) -> np.ndarray:
+    """`_chips` of each tile cap (read-only; kept, as `tile_bounds` asks for the same role once per block of rows)."""
+    out = np.asarray([_chips(sizes, cap, cores) for cap in caps])
+    out.flags.writeable = False
+    return out
 
 
 def core_splits(cores: int, batch: int, most_s: int, most_m: int) -> list[tuple[int, int, int]]:
@@ -138,8 +156,8 @@ def reachable_splits(
         for shard in {str(x) for x in choices["shard"]}:
             got = shard_cores(shard, cores)
             cb = _chips(tuple(sizes["b"]), 1, got.get("b", 1))
-            cs = np.asarray([_chips(tuple(sizes["s"]), int(t), got.get("s", 1)) for t in stat])
-            cm = np.asarray([_chips(tuple(sizes["m"]), int(t), got.get("m", 1)) for t in mov])
+            cs = _role_chips(tuple(sizes["s"]), tuple(int(t) for t in stat), got.get("s", 1))
+            cm = _role_chips(tuple(sizes["m"]), tuple(int(t) for t in mov), got.get("m", 1))
             for a, b in itertools.product(np.unique(cs), np.unique(cm)):
                 key = (cb, int(a), int(b))
                 hit = (cs == a)[:, None] & (cm == b)[None, :]
