@@ -205,7 +205,8 @@ def _evaluate(shape: TTShape, hw: TensixHardware, lt: dict[str, np.ndarray], x: 
     # one act_block_h x act_block_w block; none beside the shard for a height-sharded matmul (an einsum, or a 1x1 conv
     # on ttnn's matmul path), which reads its blocks in place: tt-metal's 1D matmul sizes in0's CB as the whole shard
     # (in0_CB_tiles = num_blocks * per_core_M * in0_block_w * B) and places it on the shard's own memory
-    # (set_globally_allocated_address(*in0_buffer)) (matmul_op_multi_core_reuse_mcast_1d_program_factory.cpp)
+    # (set_globally_allocated_address(*in0_buffer)) (tt-metal ttnn/.../matmul/device/factory/
+    # matmul_multicore_reuse_mcast_1d_program_factory.cpp)
     in_place = height & ~dram & (shape.conv is None)
     act_block = np.where(in_place, 0.0, b_ho * abw_t * t * bi)
     # weights double buffering applies to block sharding (tenstorrent-conv2d.md, Conv2dConfig) and to the
