@@ -157,7 +157,7 @@ def row_gaps(front: np.ndarray, rows: np.ndarray, block: int = 4096) -> np.ndarr
     out = np.full(len(rows), np.inf)
     if not len(front) or not len(rows):
         return out
-    positive = (front > 0).all() and front.shape[1] == 2
+    positive = (front > 0).all() and np.isfinite(front).all() and front.shape[1] == 2
     easy = (rows > 0).all(axis=1) & np.isfinite(rows).all(axis=1) if positive else np.zeros(len(rows), dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # (a ratio beyond float range: inf)
         stairs = front[pareto_front(front)] if easy.any() else front[:0]

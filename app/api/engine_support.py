@@ -11,12 +11,9 @@ from __future__ import annotations
 import json
 import logging
 import math
-import numbers
 from collections.abc import Callable
 from functools import cache, lru_cache
 from typing import Any, TypeVar
-
-import numpy as np
 
 from app.api.errors import NotFound, Unprocessable
 from app.api.schemas_engine import (
@@ -32,7 +29,7 @@ from app.api.schemas_engine import (
 from app.settings import Settings
 from costmodels.ir import Mapping, coverage_errors
 from costmodels.presets import preset_family
-from costmodels.protocol import Choice, Target
+from costmodels.protocol import Target
 from costmodels.registry import get_target, target_names
 from executor.validate import DEFAULT_CAP_BYTES
 from workload import dtypes
@@ -255,123 +252,6 @@ def canonical_of(problem: Problem) -> CanonicalForm:
 
 
 # ---- points and mappings -----------------------------------------------------------------------
-
-
-def _same(value: Any, choice: Choice | float) -> bool:
-    """JSON `value` is `choice` (true is not 1, 2.0 is not 2)."""
-    if isinstance(choice, bool) or isinstance(value, bool):
-        return isinstance(choice, bool) and isinstance(value, bool) and value == choice
-    return type(value) is type(choice) and value == choice
-
-
-def _show(choices: tuple[Choice, ...], limit: int = 40) -> str:
-    shown = ", ".join(json.dumps(c) for c in choices[:limit])
-    return shown + (f", ... ({len(choices)} in all)" if len(choices) > limit else "")
-
-
-def _json_type(value: object) -> str:
-    """The JSON kind of `value` (numpy scalars as their Python kind)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool | np.bool_):
-        return "boolean"
-    if isinstance(value, numbers.Integral):
-        return "integer"
-    if isinstance(value, numbers.Real):
-        return "number"
-    kinds = {str: "string", list: "array", dict: "object"}
-    return next((name for kind, name in kinds.items() if isinstance(value, kind)), type(value).__name__)
-
-
-def knob_mapping(target: Target, problem: Problem, point: dict[str, Any]) -> Mapping | None:
-    """The mapping `target` builds from `point` read as its own knobs (a vendor's published configuration: Tensix's
-    ``act_block_h`` and ``out_subblock`` where the space offers ranks of them), or None when it is not such a point.
-
-    None for a point that names only parameters of the space (`resolve_point` checks them against their choices),
-    and for one with a key that is no knob of the mappings the target builds, or a value of another JSON type than
-    that knob's (true is not 1). A knob point the target cannot build (a knob left out, a value it cannot read)
-    is a 422 saying why; one whose mapping would drop or change a value given is None. Whether the mapping is legal
-    is `Target.check`'s to say."""
-    space = target.space(problem)
-    params = [p.name for p in space.params]
-    if set(point) <= set(params):
-        return None
-    first = {p.name: p.choices[0] for p in space.params}
-    knobs = guarded(target, "map", lambda: target.mapping(problem, first), what="point").knobs
-    unknown = [k for k in point if k not in params and k not in knobs]
-    if unknown:
-        raise Unprocessable(
-            f"point names {', '.join(repr(k) for k in unknown[:5])}, which {'is' if len(unknown) == 1 else 'are'} "
-            f"neither a parameter of {target.name}'s space for this problem nor a knob of its mappings",
-            field=f"point.{unknown[0]}",
-            hint=f"parameters: {', '.join(params)}; or the knobs of its mappings: {', '.join(knobs)}",
-            parameters=params,
-        )
-    for k, v in point.items():
-        kind, wanted = _json_type(v), _json_type(knobs[k]) if k in knobs else None
-        if wanted is not None and kind != wanted and (kind, wanted) != ("integer", "number"):
-            raise Unprocessable(
-                f"point.{k}={json.dumps(v)[:60]} is a JSON {_json_type(v)}; {target.name}'s knob {k} takes a JSON "
-                f"{_json_type(knobs[k])} (e.g. {json.dumps(knobs[k])})",
-                field=f"point.{k}",
-                hint=f"give {k} as a JSON {_json_type(knobs[k])}",
-            )
-    try:
-        mapping = target.mapping(problem, point)
-    except KeyError as e:
-        raise Unprocessable(
-            f"the point gives {target.name}'s own knobs but not {e.args[0]!r}",
-            field=f"point.{e.args[0]}",
-            hint=f"give {e.args[0]} too: every knob of its mappings ({', '.join(knobs)}; a knob the others fix, such "
-            "as a rank of one of them, may be left out)",
-        ) from None
-    except Exception as e:  # (a value the target cannot read: its own words)
-        raise Unprocessable(
-            f"target {target.name} cannot map this point of its knobs ({type(e).__name__}: {e})",
-            field="point",
-            hint="give the knobs as in a result's `mapping.knobs` (e.g. out_subblock '1x4', act_block_h 128)",
-        ) from None
-    if all(k in mapping.knobs and _same(v, mapping.knobs[k]) for k, v in point.items()):
-        return mapping
-    return None
-
-
-def resolve_point(target: Target, problem: Problem, point: dict[str, Any]) -> dict[str, Choice]:
-    """The point with each value replaced by the space's own choice; 422 naming any parameter that is wrong."""
-    space = target.space(problem)
-    params = {p.name: p for p in space.params}
-    for key in point:
-        if key not in params:
-            raise Unprocessable(
-                f"point names {key!r}, which is neither a parameter of {target.name}'s space for this problem nor, "
-                "with the point's other keys, a set of the target's own knobs",
-                field=f"point.{key}",
-                hint=f"parameters: {', '.join(params)}; or every knob of a mapping the target builds (the knobs of "
-                "a result's `mapping`, e.g. from POST /v1/mappings/evaluate with a point of the space)",
-                parameters=list(params),
-            )
-    missing = [k for k in params if k not in point]
-    if missing:
-        first = params[missing[0]]
-        raise Unprocessable(
-            f"point lacks parameter{'s' if len(missing) > 1 else ''} {', '.join(missing)}",
-            field=f"point.{first.name}",
-            hint=f"give every parameter a value; {first.name} is one of {_show(first.choices)}",
-            missing=missing,
-        )
-    out: dict[str, Choice] = {}
-    for key, param in params.items():
-        value = point[key]
-        match = next((c for c in param.choices if _same(value, c)), None)
-        if match is None:
-            raise Unprocessable(
-                f"point.{key}={json.dumps(value)} is not among its choices: {_show(param.choices)}",
-                field=f"point.{key}",
-                hint=f"use one of {_show(param.choices)}",
-                choices=list(param.choices),
-            )
-        out[key] = match
-    return out
 
 
 def mapping_errors(problem: Problem, mapping: Mapping) -> list[str]:

@@ -58,13 +58,15 @@ def evaluate_file(
     from app.api.schemas_engine import EvaluateRequest, ValidationReportOut
     from app.settings import Settings
 
-    with _user_errors():
+    with _user_errors():  # (a malformed file, body or problem: one line, exit 2)
         req = EvaluateRequest.model_validate(read_body(file, ROUTE))
-    try:
-        answer = evaluate(req, Settings(max_macs=float("inf")))
-    except Unprocessable as e:
-        hint = e.extras.get("hint")
-        _fail(f"{e.detail}{f' ({hint})' if hint else ''}")
+        try:
+            answer = evaluate(req, Settings(max_macs=float("inf")))
+        except Unprocessable as e:
+            hint = e.extras.get("hint")
+            _fail(f"{e.detail}{f' ({hint})' if hint else ''}")
+        except (ValueError, OverflowError, RecursionError) as e:  # (what the service's handlers make a 422)
+            _fail(f"{ROUTE} would refuse this body: {' '.join(str(e).split())[:300]}")
     out = answer.model_dump(mode="json")
     report = None
     if run and answer.feasible and answer.mapping is not None:

@@ -32,6 +32,8 @@ def read_body(file: Path, route: str) -> dict[str, Any]:
         raise UsageError(f"cannot read {file}: {e}") from None
     try:
         data = yaml.safe_load(text) if file.suffix.lower() in (".yaml", ".yml") else json.loads(text)
+    except RecursionError:
+        raise UsageError(f"{file.name} is nested too deeply to read; give the body of {route}") from None
     except (json.JSONDecodeError, yaml.YAMLError) as e:
         what = f"{file.name} is not {'YAML' if file.suffix.lower() in ('.yaml', '.yml') else 'JSON'}"
         raise UsageError(f"{what} ({' '.join(str(e).split())}); give the body of {route}") from None

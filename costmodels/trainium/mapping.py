@@ -55,8 +55,9 @@ def point_errors(point: dict[str, object]) -> list[str]:
         errs.append(f"acc={point['acc']!r} must be 'psum' or 'sbuf'")
     shard = str(point.get("shard", "m"))
     if not (shard in ("b", "s", "m") or (len(shard) >= 3 and shard[0] in "bsm" and shard[-1] in "bsm"
-                                         and shard[0] != shard[-1] and shard[1:-1].isdigit())):  # fmt: skip
-        errs.append(f"shard={shard[:20]!r} must be a role (b, s or m) or a pair such as 'm2s'")
+                                         and shard[0] != shard[-1] and shard[1:-1].isdigit()
+                                         and 1 <= int(shard[1:-1]) <= 1024)):  # fmt: skip
+        errs.append(f"shard={shard[:20]!r} must be a role (b, s or m) or a pair such as 'm2s' (a split of 1 to 1024)")
     return errs
 
 

@@ -83,3 +83,22 @@ def test_the_readmes_example_body_is_feasible(tmp_path: Path) -> None:
     res = runner.invoke(app, ["evaluate", _file(tmp_path, body), "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["feasible"]
+
+
+def test_bodies_the_route_refuses_are_one_line_exit_2(tmp_path: Path) -> None:
+    cases = [
+        {"problem": GEMM, "target": "wormhole-n150", "overrides": {"bogus": 1}, "point": KNOBS},
+        {"problem": GEMM, "target": "wormhole-n150", "overrides": {"grid_x": -3}, "point": KNOBS},
+        {"problem": {**GEMM, "expr": "mk,kn->mz"}, "target": "wormhole-n150", "point": KNOBS},
+        {"problem": {"in_channels": 3, "out_channels": 8, "input_height": 4, "input_width": 4, "kernel": 7},
+         "target": "wormhole-n150", "point": KNOBS},
+    ]  # fmt: skip
+    for i, body in enumerate(cases):
+        res = runner.invoke(app, ["evaluate", _file(tmp_path, body, f"b{i}.json")])
+        assert res.exit_code == 2, (body, res.output)
+        assert "Traceback" not in res.output and res.output.count("error:") == 1
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    for command in ("evaluate", "validate"):
+        res = runner.invoke(app, [command, str(deep)])
+        assert res.exit_code == 2 and "nested too deeply" in res.output

@@ -183,6 +183,41 @@ def test_a_knob_point_that_is_wrong_is_422_naming_the_knob(
     assert body["field"] == field and says in body["detail"], body
 
 
+def test_a_knob_point_keeps_the_spaces_parameters_to_their_choices(client: TestClient) -> None:
+    # only knobs the space does not offer as parameters range freely: a target sizes arrays by its parameters (an
+    # rngd point with 2**31 clusters allocated 16 GiB and was killed), and a value outside them was priced as another
+    t, p = get_target("rngd"), problem_from_dict(GEMM)
+    warm = next(dict(w) for w in t.warm_starts(p) if not t.check(p, t.mapping(p, w)))
+    knobs = dict(t.mapping(p, warm).knobs)
+    assert set(knobs) - set(warm)  # (derived knobs beside the parameters: the knob path)
+    huge = _unprocessable(
+        client.post(
+            "/v1/mappings/evaluate", json={"problem": GEMM, "target": "rngd", "point": {**knobs, "clusters": 2**40}}
+        )
+    )
+    assert huge["field"] == "point.clusters" and "beyond any part" in huge["detail"]
+    off = _unprocessable(
+        client.post(
+            "/v1/mappings/evaluate", json={"problem": GEMM, "target": "rngd", "point": {**knobs, "clusters": 3}}
+        )
+    )
+    assert off["field"] == "point.clusters" and "not among its choices" in off["detail"]
+    derived = next(k for k in knobs if k not in warm and isinstance(knobs[k], str))
+    changed = _unprocessable(
+        client.post(
+            "/v1/mappings/evaluate", json={"problem": GEMM, "target": "rngd", "point": {**knobs, derived: "other"}}
+        )
+    )
+    assert changed["field"] == f"point.{derived}" and "derives" in changed["detail"]
+    ok = client.post("/v1/mappings/evaluate", json={"problem": GEMM, "target": "rngd", "point": knobs})
+    assert ok.status_code == 200 and ok.json()["feasible"]
+    big = {**KNOB_POINT, "act_block_h": 10**40}
+    tt = _unprocessable(
+        client.post("/v1/mappings/evaluate", json={"problem": GEMM_1K, "target": "wormhole-n150", "point": big})
+    )
+    assert tt["field"] == "point.act_block_h"
+
+
 def test_a_knob_point_without_a_knob_names_it(client: TestClient) -> None:
     point = {k: v for k, v in KNOB_POINT.items() if k != "layout"}
     body = _unprocessable(

@@ -24,6 +24,8 @@ from workload.einsum import einsum
         ({"order": "smx"}, "permutation of s, m and k"),
         ({"order": "sm"}, "permutation of s, m and k"),
         ({"shard": "zz"}, "shard='zz'"),
+        ({"shard": "m0s"}, "shard='m0s'"),
+        ({"shard": "m99999999999999999999s"}, "shard='m9999"),
         ({"acc": "x"}, "acc='x'"),
         ({"stationary": "left"}, "stationary='left'"),
     ],

@@ -189,3 +189,8 @@ def test_row_gaps_near_the_float_limits_take_the_comparison_with_every_front_poi
     front = np.array([[1.0, 2.225073858507e-311], [2.0, 5e-324], [0.5, 1.0]])  # (hypothesis's shrunk case, and more)
     rows = np.array([[1.0, 5e-324], [1.0, 1.0], [3.0, 1e-300], [0.25, 2.0]])
     np.testing.assert_allclose(row_gaps(front, rows), brute_gaps(front, rows), rtol=1e-12, atol=1e-12)
+    # a front point at inf on one objective: the staircase has no finite slope there (it raised an IndexError)
+    inf_front = np.array([[3.0, np.inf]])
+    assert (
+        row_gaps(inf_front, np.array([[1.0, 1.0]])).tolist() == brute_gaps(inf_front, np.array([[1.0, 1.0]])).tolist()
+    )

@@ -12,15 +12,14 @@ from app.api.deps import SettingsDep
 from app.api.engine_support import (
     clock_hz,
     guarded,
-    knob_mapping,
     make_target,
     require_mapping_of,
     require_target,
-    resolve_point,
     to_problem,
 )
 from app.api.errors import TooMany, ValidationTimedOut
 from app.api.json_body import JsonBody
+from app.api.points import knob_mapping, resolve_point
 from app.api.schemas_engine import (
     BoundOut,
     CostOut,
