@@ -7,7 +7,6 @@ cached result of that family, and only of that family, without anyone rememberin
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib.util
 import json
@@ -78,20 +77,6 @@ def _costmodels_imports(path: Path) -> set[str]:
             out |= {f"costmodels.{n.split()[0]}" for n in body.split(",") if n.split()}
         elif module.startswith("costmodels."):
             out.add(module)
-    return out
-
-
-def _costmodels_imports_parsed(path: Path) -> set[str]:
-    """`_costmodels_imports` from the syntax tree (the tests' reference)."""
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names if a.name.startswith("costmodels.")}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module == "costmodels":
-                out |= {f"costmodels.{a.name}" for a in node.names}
-            elif node.module.startswith("costmodels."):
-                out.add(node.module)
     return out
 
 
