@@ -11,6 +11,7 @@ The service's problem-size limit (``TM_MAX_MACS``) does not apply here.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -76,8 +77,6 @@ def evaluate_file(
             _fail(f"not validated: {e}", EXIT_FAILED)
         out["validation"] = ValidationReportOut.of(report.model_dump(mode="python")).model_dump(mode="json")
     if as_json:
-        import json
-
         typer.echo(json.dumps(out, indent=2))
     else:
         for line in _summary(out):

@@ -11,6 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from app.cli import app
+from bench.published_configs import tt
 from costmodels.registry import get_target
 from workload.spec import problem_from_dict
 
@@ -18,9 +19,7 @@ runner = CliRunner()
 
 GEMM = {"expr": "mk,kn->mn", "sizes": {"m": 1024, "k": 1024, "n": 1024}, "dtype": "bf16", "weight": "B"}
 #: a point of Tensix's own knobs (act_block_h, out_subblock): tt-metal's GEMM benchmark point at HiFi4
-KNOBS = {"layout": "block/8x8", "memory": "l1-sharded", "act_block_h": 128, "act_block_w_div": 1, "in0_block_w": 4,
-         "out_subblock": "1x4", "act_double_buffer": True, "weights_double_buffer": True, "split_reader": False,
-         "math_fidelity": "HiFi4", "fp32_acc": True}  # fmt: skip
+KNOBS = tt("block/8x8", "l1-sharded", 128, 4, "1x4", db=True)
 
 
 def _file(tmp_path: Path, body: dict[str, Any], name: str = "body.yaml") -> str:

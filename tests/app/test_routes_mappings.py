@@ -14,6 +14,7 @@ from app.api import validation_run
 from app.api.routes import mappings as mappings_route
 from app.main import create_app
 from app.settings import Settings
+from bench.published_configs import tt
 from costmodels.ir import Level, Loop, Mapping
 from costmodels.registry import get_target
 from executor.validate import ValidationTooLarge, validate
@@ -137,11 +138,7 @@ def test_point_value_outside_the_choices_lists_them(client: TestClient, value: A
 #: tt-metal's GEMM benchmark point on wormhole (tests/ttnn/unit_tests/benchmarks/test_benchmark.py: 1024^3 on an 8x8
 #: grid, in0_block_w 4, a published sub-block) in the target's own knobs: act_block_h and out_subblock, where the
 #: space offers ranks of them
-KNOB_POINT = {
-    "layout": "block/8x8", "memory": "l1-sharded", "act_block_h": 128, "act_block_w_div": 1, "in0_block_w": 4,
-    "out_subblock": "1x4", "act_double_buffer": True, "weights_double_buffer": True, "split_reader": False,
-    "math_fidelity": "HiFi4", "fp32_acc": True,
-}  # fmt: skip
+KNOB_POINT = tt("block/8x8", "l1-sharded", 128, 4, "1x4", db=True)
 GEMM_1K = {"kind": "einsum", "expr": "mk,kn->mn", "sizes": {"m": 1024, "k": 1024, "n": 1024}, "weight": 1}
 
 
